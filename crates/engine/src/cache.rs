@@ -1,0 +1,494 @@
+//! The scheduler cache and its snapshots.
+//!
+//! The cache is the one place cluster state is written (watch events in
+//! `run`, manifests in `simulate`). Every change to a node bumps a global
+//! generation; a [`Snapshot`] remembers the generation it has seen and
+//! [`Cache::update_snapshot`] copies only the nodes changed since then.
+//! NodeInfos are shared (`Arc`) between the cache and snapshots and cloned
+//! on write, so an update costs one copy of each changed node.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use thiserror::Error;
+
+use crate::model::{HostPort, LABEL_REGION, LABEL_ZONE, Labels, Node, NodeRef, PodRef};
+use crate::resources::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, Resources};
+
+/// The aggregated state of one node: the node and the pods on it.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    pub node: NodeRef,
+    /// False for a placeholder made because pods name a node not (yet) seen.
+    pub has_node: bool,
+    pub pods: Vec<PodRef>,
+    /// Pods with any (anti-)affinity, for InterPodAffinity.
+    pub pods_with_affinity: Vec<PodRef>,
+    /// Pods with required anti-affinity, checked against every incoming pod.
+    pub pods_with_required_anti_affinity: Vec<PodRef>,
+    /// Sum of the pods' effective requests.
+    pub requested: Resources,
+    /// Sum of requests with the non-zero defaults, for scoring.
+    pub non_zero_milli_cpu: i64,
+    pub non_zero_memory: i64,
+    pub used_ports: Vec<HostPort>,
+    /// The cache generation of this node's last change.
+    pub generation: u64,
+}
+
+impl NodeInfo {
+    pub fn new(node: NodeRef) -> Self {
+        NodeInfo {
+            node,
+            has_node: true,
+            pods: Vec::new(),
+            pods_with_affinity: Vec::new(),
+            pods_with_required_anti_affinity: Vec::new(),
+            requested: Resources::default(),
+            non_zero_milli_cpu: 0,
+            non_zero_memory: 0,
+            used_ports: Vec::new(),
+            generation: 0,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.node.name
+    }
+
+    pub fn add_pod(&mut self, pod: PodRef) {
+        self.requested.add(&pod.requests);
+        self.non_zero_milli_cpu += pod.non_zero_milli_cpu;
+        self.non_zero_memory += pod.non_zero_memory;
+        self.used_ports.extend(pod.host_ports.iter().cloned());
+        if pod.has_affinity() {
+            self.pods_with_affinity.push(pod.clone());
+        }
+        if pod.has_required_anti_affinity() {
+            self.pods_with_required_anti_affinity.push(pod.clone());
+        }
+        self.pods.push(pod);
+    }
+
+    /// Removes the pod with `uid`; returns it if it was here.
+    pub fn remove_pod(&mut self, uid: &str) -> Option<PodRef> {
+        let i = self.pods.iter().position(|p| p.uid == uid)?;
+        let pod = self.pods.swap_remove(i);
+        self.requested.sub(&pod.requests);
+        self.non_zero_milli_cpu -= pod.non_zero_milli_cpu;
+        self.non_zero_memory -= pod.non_zero_memory;
+        for hp in &pod.host_ports {
+            if let Some(j) = self.used_ports.iter().position(|u| u == hp) {
+                self.used_ports.swap_remove(j);
+            }
+        }
+        self.pods_with_affinity.retain(|p| p.uid != uid);
+        self.pods_with_required_anti_affinity.retain(|p| p.uid != uid);
+        Some(pod)
+    }
+
+    /// What is still free of `resource` after the pods already here.
+    pub fn free(&self, resource: &str) -> i64 {
+        self.node.allocatable.get(resource) - self.requested.get(resource)
+    }
+}
+
+/// Pod-level non-zero request defaults, as kube-scheduler's
+/// `GetNonzeroRequests`: applied per container by conversion; this helper
+/// gives the default for a container with no request.
+pub fn non_zero_defaults(milli_cpu: i64, memory: i64) -> (i64, i64) {
+    (
+        if milli_cpu == 0 { DEFAULT_MILLI_CPU_REQUEST } else { milli_cpu },
+        if memory == 0 { DEFAULT_MEMORY_REQUEST } else { memory },
+    )
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum CacheError {
+    #[error("pod {0} is already in the cache")]
+    PodExists(String),
+    #[error("pod {0} is not in the cache")]
+    PodNotFound(String),
+    #[error("pod {0} has no node name")]
+    NoNodeName(String),
+    #[error("pod {0} is not assumed")]
+    NotAssumed(String),
+}
+
+#[derive(Debug, Clone)]
+struct PodState {
+    pod: PodRef,
+    assumed: bool,
+}
+
+/// The cluster as the scheduler believes it: nodes, pods on them (bound or
+/// assumed), and namespace labels.
+#[derive(Debug, Default)]
+pub struct Cache {
+    nodes: HashMap<String, Arc<NodeInfo>>,
+    pods: HashMap<String, PodState>,
+    namespaces: Arc<HashMap<String, Labels>>,
+    generation: u64,
+    /// Node name by the generation of its latest change: lets a snapshot
+    /// find what changed since it was taken without scanning every node.
+    changes: BTreeMap<u64, String>,
+    /// Bumped when the set of nodes (or a node's zone) changes; snapshots
+    /// then rebuild their node order.
+    node_set_generation: u64,
+    namespaces_generation: u64,
+}
+
+impl Cache {
+    pub fn new() -> Self {
+        Cache { node_set_generation: 1, ..Default::default() }
+    }
+
+    fn touch(&mut self, name: &str) -> &mut NodeInfo {
+        self.generation += 1;
+        let generation = self.generation;
+        let entry = self.nodes.entry(name.to_string()).or_insert_with(|| {
+            // Pods may arrive before their node: keep them on a placeholder.
+            let mut info = NodeInfo::new(Arc::new(Node { name: name.to_string(), ..Default::default() }));
+            info.has_node = false;
+            Arc::new(info)
+        });
+        let info = Arc::make_mut(entry);
+        if info.generation != 0 {
+            self.changes.remove(&info.generation);
+        }
+        info.generation = generation;
+        self.changes.insert(generation, name.to_string());
+        info
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.values().filter(|n| n.has_node).count()
+    }
+
+    pub fn pod_count(&self) -> usize {
+        self.pods.len()
+    }
+
+    pub fn node(&self, name: &str) -> Option<&Arc<NodeInfo>> {
+        self.nodes.get(name).filter(|n| n.has_node)
+    }
+
+    /// Adds or replaces a node.
+    pub fn upsert_node(&mut self, node: Node) {
+        let zone_key = |n: &Node| (n.labels.get(LABEL_REGION).cloned(), n.labels.get(LABEL_ZONE).cloned());
+        let set_changed = match self.nodes.get(&node.name) {
+            Some(old) if old.has_node => zone_key(&old.node) != zone_key(&node),
+            _ => true,
+        };
+        let name = node.name.clone();
+        let info = self.touch(&name);
+        info.node = Arc::new(node);
+        info.has_node = true;
+        if set_changed {
+            self.node_set_generation += 1;
+        }
+    }
+
+    /// Removes a node. Pods still bound to it keep it as a placeholder until
+    /// they are deleted too, as in kube-scheduler.
+    pub fn remove_node(&mut self, name: &str) {
+        let Some(info) = self.nodes.get(name) else { return };
+        if info.pods.is_empty() {
+            if let Some(info) = self.nodes.remove(name) {
+                self.changes.remove(&info.generation);
+            }
+        } else {
+            let info = self.touch(name);
+            info.has_node = false;
+        }
+        self.node_set_generation += 1;
+    }
+
+    /// Sets a namespace's labels (for affinity namespace selectors).
+    pub fn upsert_namespace(&mut self, name: &str, labels: Labels) {
+        Arc::make_mut(&mut self.namespaces).insert(name.to_string(), labels);
+        self.namespaces_generation += 1;
+    }
+
+    /// Records a pod the scheduler decided on before the binding is
+    /// confirmed, so the next cycles see its resources in use.
+    pub fn assume_pod(&mut self, pod: PodRef) -> Result<(), CacheError> {
+        let node = pod.node_name.clone().ok_or_else(|| CacheError::NoNodeName(pod.key()))?;
+        if self.pods.contains_key(&pod.uid) {
+            return Err(CacheError::PodExists(pod.key()));
+        }
+        self.touch(&node).add_pod(pod.clone());
+        self.pods.insert(pod.uid.clone(), PodState { pod, assumed: true });
+        Ok(())
+    }
+
+    /// Undoes an assumption (the binding failed).
+    pub fn forget_pod(&mut self, uid: &str) -> Result<(), CacheError> {
+        match self.pods.get(uid) {
+            Some(s) if s.assumed => {}
+            Some(s) => return Err(CacheError::NotAssumed(s.pod.key())),
+            None => return Err(CacheError::PodNotFound(uid.to_string())),
+        }
+        self.remove_pod(uid)
+    }
+
+    pub fn is_assumed(&self, uid: &str) -> bool {
+        self.pods.get(uid).is_some_and(|s| s.assumed)
+    }
+
+    /// Adds a pod bound to a node (seen from the API or a manifest). An
+    /// assumed pod with the same UID is confirmed, moved if the API says it
+    /// landed elsewhere.
+    pub fn add_pod(&mut self, pod: PodRef) -> Result<(), CacheError> {
+        let node = pod.node_name.clone().ok_or_else(|| CacheError::NoNodeName(pod.key()))?;
+        if let Some(state) = self.pods.get(&pod.uid) {
+            if !state.assumed {
+                return Err(CacheError::PodExists(pod.key()));
+            }
+            self.remove_pod(&pod.uid)?;
+        }
+        self.touch(&node).add_pod(pod.clone());
+        self.pods.insert(pod.uid.clone(), PodState { pod, assumed: false });
+        Ok(())
+    }
+
+    /// Replaces a bound pod's state (labels or requests changed).
+    pub fn update_pod(&mut self, pod: PodRef) -> Result<(), CacheError> {
+        self.remove_pod(&pod.uid)?;
+        self.add_pod(pod)
+    }
+
+    /// Removes a pod (deleted, or forgotten).
+    pub fn remove_pod(&mut self, uid: &str) -> Result<(), CacheError> {
+        let state = self.pods.remove(uid).ok_or_else(|| CacheError::PodNotFound(uid.to_string()))?;
+        let Some(node) = state.pod.node_name.as_deref() else { return Ok(()) };
+        let drop_placeholder = {
+            let info = self.touch(node);
+            info.remove_pod(uid);
+            !info.has_node && info.pods.is_empty()
+        };
+        if drop_placeholder {
+            if let Some(info) = self.nodes.remove(node) {
+                self.changes.remove(&info.generation);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn pod(&self, uid: &str) -> Option<&PodRef> {
+        self.pods.get(uid).map(|s| &s.pod)
+    }
+
+    /// Brings `snap` up to date: copies (by pointer) the nodes changed since
+    /// its generation; rebuilds the node order only when nodes came or went.
+    pub fn update_snapshot(&self, snap: &mut Snapshot) {
+        if snap.node_set_generation != self.node_set_generation {
+            self.rebuild_snapshot(snap);
+            return;
+        }
+        let mut affinity_changed = false;
+        for (_, name) in self.changes.range(snap.generation + 1..) {
+            let (Some(&i), Some(info)) = (snap.index.get(name), self.nodes.get(name)) else {
+                continue;
+            };
+            let old = &snap.nodes[i];
+            affinity_changed |= old.pods_with_affinity.len() != info.pods_with_affinity.len()
+                || old.pods_with_required_anti_affinity.len() != info.pods_with_required_anti_affinity.len();
+            snap.nodes[i] = info.clone();
+        }
+        if affinity_changed {
+            snap.index_affinity();
+        }
+        if snap.namespaces_generation != self.namespaces_generation {
+            snap.namespaces = self.namespaces.clone();
+            snap.namespaces_generation = self.namespaces_generation;
+        }
+        snap.generation = self.generation;
+    }
+
+    fn rebuild_snapshot(&self, snap: &mut Snapshot) {
+        // Interleave zones, as kube-scheduler's node tree does, so that a
+        // partial search (percentageOfNodesToScore) sees every zone.
+        let mut by_zone: BTreeMap<(Option<&String>, Option<&String>), Vec<&Arc<NodeInfo>>> = BTreeMap::new();
+        for info in self.nodes.values().filter(|n| n.has_node) {
+            let labels = &info.node.labels;
+            by_zone.entry((labels.get(LABEL_REGION), labels.get(LABEL_ZONE))).or_default().push(info);
+        }
+        for nodes in by_zone.values_mut() {
+            nodes.sort_by(|a, b| a.name().cmp(b.name()));
+        }
+        let total: usize = by_zone.values().map(Vec::len).sum();
+        let mut order = Vec::with_capacity(total);
+        let mut round = 0;
+        while order.len() < total {
+            for nodes in by_zone.values() {
+                if let Some(n) = nodes.get(round) {
+                    order.push((*n).clone());
+                }
+            }
+            round += 1;
+        }
+        snap.index = order.iter().enumerate().map(|(i, n)| (n.name().to_string(), i)).collect();
+        snap.nodes = order;
+        snap.index_affinity();
+        snap.namespaces = self.namespaces.clone();
+        snap.namespaces_generation = self.namespaces_generation;
+        snap.generation = self.generation;
+        snap.node_set_generation = self.node_set_generation;
+    }
+}
+
+/// An immutable view of the cluster for one scheduling cycle.
+#[derive(Debug, Default, Clone)]
+pub struct Snapshot {
+    nodes: Vec<Arc<NodeInfo>>,
+    index: HashMap<String, usize>,
+    with_affinity: Vec<usize>,
+    with_required_anti_affinity: Vec<usize>,
+    namespaces: Arc<HashMap<String, Labels>>,
+    generation: u64,
+    node_set_generation: u64,
+    namespaces_generation: u64,
+}
+
+impl Snapshot {
+    pub fn new() -> Self {
+        Snapshot::default()
+    }
+
+    /// Every node, in the scheduler's search order.
+    pub fn nodes(&self) -> &[Arc<NodeInfo>] {
+        &self.nodes
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<NodeInfo>> {
+        self.index.get(name).map(|&i| &self.nodes[i])
+    }
+
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.index.get(name).copied()
+    }
+
+    /// Nodes with at least one pod that has (anti-)affinity.
+    pub fn nodes_with_affinity(&self) -> impl Iterator<Item = &Arc<NodeInfo>> {
+        self.with_affinity.iter().map(|&i| &self.nodes[i])
+    }
+
+    /// Nodes with at least one pod that has required anti-affinity.
+    pub fn nodes_with_required_anti_affinity(&self) -> impl Iterator<Item = &Arc<NodeInfo>> {
+        self.with_required_anti_affinity.iter().map(|&i| &self.nodes[i])
+    }
+
+    pub fn namespace_labels(&self, namespace: &str) -> Option<&Labels> {
+        self.namespaces.get(namespace)
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    fn index_affinity(&mut self) {
+        self.with_affinity = (0..self.nodes.len()).filter(|&i| !self.nodes[i].pods_with_affinity.is_empty()).collect();
+        self.with_required_anti_affinity = (0..self.nodes.len())
+            .filter(|&i| !self.nodes[i].pods_with_required_anti_affinity.is_empty())
+            .collect();
+    }
+
+    /// A snapshot of just these nodes and pods, for tests and tools.
+    pub fn from_parts(nodes: Vec<Node>, pods: Vec<PodRef>) -> Self {
+        let mut cache = Cache::new();
+        for n in nodes {
+            cache.upsert_node(n);
+        }
+        for p in pods {
+            // Pods without a node are not load; ignore duplicates in test input.
+            let _ = cache.add_pod(p);
+        }
+        let mut snap = Snapshot::new();
+        cache.update_snapshot(&mut snap);
+        snap
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Pod;
+
+    fn node(name: &str, zone: &str) -> Node {
+        let mut n = Node { name: name.into(), ..Default::default() };
+        n.labels.insert(LABEL_ZONE.into(), zone.into());
+        n.allocatable = Resources::new(4000, 1 << 30);
+        n
+    }
+
+    fn pod(uid: &str, node: &str, cpu: i64) -> PodRef {
+        Arc::new(Pod {
+            uid: uid.into(),
+            namespace: "default".into(),
+            name: uid.into(),
+            node_name: Some(node.into()),
+            requests: Resources::new(cpu, 0),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn snapshot_interleaves_zones_and_updates_incrementally() {
+        let mut cache = Cache::new();
+        for (n, z) in [("a1", "a"), ("a2", "a"), ("b1", "b"), ("c1", "c")] {
+            cache.upsert_node(node(n, z));
+        }
+        let mut snap = Snapshot::new();
+        cache.update_snapshot(&mut snap);
+        let names: Vec<_> = snap.nodes().iter().map(|n| n.name().to_string()).collect();
+        assert_eq!(names, ["a1", "b1", "c1", "a2"]);
+
+        let before_b1 = snap.get("b1").unwrap().clone();
+        cache.assume_pod(pod("p1", "a2", 500)).unwrap();
+        cache.update_snapshot(&mut snap);
+        assert_eq!(snap.get("a2").unwrap().requested.milli_cpu, 500);
+        // Unchanged nodes are the same allocation, not copies.
+        assert!(Arc::ptr_eq(&before_b1, snap.get("b1").unwrap()));
+
+        cache.forget_pod("p1").unwrap();
+        cache.update_snapshot(&mut snap);
+        assert_eq!(snap.get("a2").unwrap().requested.milli_cpu, 0);
+    }
+
+    #[test]
+    fn assume_confirm_forget() {
+        let mut cache = Cache::new();
+        cache.upsert_node(node("n1", "a"));
+        cache.upsert_node(node("n2", "a"));
+        cache.assume_pod(pod("p", "n1", 100)).unwrap();
+        assert!(cache.is_assumed("p"));
+        assert_eq!(cache.assume_pod(pod("p", "n1", 100)), Err(CacheError::PodExists("default/p".into())));
+        // Confirmation lands on n2: the cache follows the API.
+        cache.add_pod(pod("p", "n2", 100)).unwrap();
+        assert!(!cache.is_assumed("p"));
+        assert_eq!(cache.node("n1").unwrap().requested.milli_cpu, 0);
+        assert_eq!(cache.node("n2").unwrap().requested.milli_cpu, 100);
+        assert_eq!(cache.forget_pod("p"), Err(CacheError::NotAssumed("default/p".into())));
+        cache.remove_pod("p").unwrap();
+        assert_eq!(cache.pod_count(), 0);
+    }
+
+    #[test]
+    fn pods_before_their_node_use_a_placeholder() {
+        let mut cache = Cache::new();
+        cache.add_pod(pod("p", "late", 300)).unwrap();
+        assert!(cache.node("late").is_none());
+        let mut snap = Snapshot::new();
+        cache.update_snapshot(&mut snap);
+        assert!(snap.nodes().is_empty());
+        cache.upsert_node(node("late", "a"));
+        cache.update_snapshot(&mut snap);
+        assert_eq!(snap.get("late").unwrap().requested.milli_cpu, 300);
+        cache.remove_node("late");
+        cache.update_snapshot(&mut snap);
+        assert!(snap.get("late").is_none());
+        cache.remove_pod("p").unwrap();
+        assert_eq!(cache.node_count(), 0);
+    }
+}

@@ -1,0 +1,354 @@
+//! The scheduling framework: plugin traits for each extension point of
+//! kube-scheduler, the status they return, and the per-cycle state they
+//! share. A [`crate::profile::Profile`] holds the plugins enabled at each point.
+
+use std::any::{Any, TypeId};
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::cache::{NodeInfo, Snapshot};
+use crate::model::Pod;
+
+/// Highest score a Score plugin may give a node after normalisation.
+pub const MAX_NODE_SCORE: i64 = 100;
+pub const MIN_NODE_SCORE: i64 = 0;
+
+/// Outcome code of a plugin call, as kube-scheduler's `framework.Code`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Code {
+    Success,
+    /// The node (or pod) fails now but could pass after the cluster changes
+    /// (e.g. other pods leave); preemption may help.
+    Unschedulable,
+    /// Fails and preemption cannot help (e.g. the node does not match a selector).
+    UnschedulableAndUnresolvable,
+    /// An internal error: the pod is retried with backoff.
+    Error,
+    /// The plugin has nothing to do for this pod; its later stages are skipped.
+    Skip,
+    /// Permit: wait before binding.
+    Wait,
+}
+
+/// A plugin's verdict with human-readable reasons. Success carries no
+/// allocation; reasons are usually static strings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub code: Code,
+    pub reasons: Vec<Cow<'static, str>>,
+    /// The plugin that produced a failure (filled in by the framework).
+    pub plugin: &'static str,
+}
+
+impl Status {
+    pub const fn success() -> Status {
+        Status { code: Code::Success, reasons: Vec::new(), plugin: "" }
+    }
+
+    pub const fn skip() -> Status {
+        Status { code: Code::Skip, reasons: Vec::new(), plugin: "" }
+    }
+
+    pub fn new(code: Code, reason: impl Into<Cow<'static, str>>) -> Status {
+        Status { code, reasons: vec![reason.into()], plugin: "" }
+    }
+
+    pub fn unschedulable(reason: impl Into<Cow<'static, str>>) -> Status {
+        Status::new(Code::Unschedulable, reason)
+    }
+
+    pub fn unresolvable(reason: impl Into<Cow<'static, str>>) -> Status {
+        Status::new(Code::UnschedulableAndUnresolvable, reason)
+    }
+
+    pub fn error(reason: impl Into<Cow<'static, str>>) -> Status {
+        Status::new(Code::Error, reason)
+    }
+
+    pub fn is_success(&self) -> bool {
+        self.code == Code::Success
+    }
+
+    pub fn is_skip(&self) -> bool {
+        self.code == Code::Skip
+    }
+
+    /// Unschedulable or UnschedulableAndUnresolvable.
+    pub fn is_rejected(&self) -> bool {
+        matches!(self.code, Code::Unschedulable | Code::UnschedulableAndUnresolvable)
+    }
+
+    pub fn with_plugin(mut self, plugin: &'static str) -> Status {
+        self.plugin = plugin;
+        self
+    }
+
+    /// The reasons joined, as kube-scheduler's `Status.Message`.
+    pub fn message(&self) -> String {
+        self.reasons.join(", ")
+    }
+}
+
+/// State shared by the plugins of one scheduling cycle, keyed by type: a
+/// plugin stores what its PreFilter/PreScore computed and its Filter/Score
+/// reads it per node. A linear scan beats hashing for the few entries a
+/// cycle has.
+#[derive(Default)]
+pub struct CycleState {
+    entries: Vec<(TypeId, Box<dyn Any + Send + Sync>)>,
+    /// Set when the cycle should record explanations in detail.
+    pub record_details: bool,
+}
+
+impl CycleState {
+    pub fn new() -> Self {
+        CycleState::default()
+    }
+
+    pub fn write<T: Any + Send + Sync>(&mut self, value: T) {
+        let id = TypeId::of::<T>();
+        match self.entries.iter_mut().find(|(t, _)| *t == id) {
+            Some(e) => e.1 = Box::new(value),
+            None => self.entries.push((id, Box::new(value))),
+        }
+    }
+
+    pub fn read<T: Any + Send + Sync>(&self) -> Option<&T> {
+        let id = TypeId::of::<T>();
+        self.entries.iter().find(|(t, _)| *t == id).and_then(|(_, v)| v.downcast_ref())
+    }
+
+    pub fn read_mut<T: Any + Send + Sync>(&mut self) -> Option<&mut T> {
+        let id = TypeId::of::<T>();
+        self.entries.iter_mut().find(|(t, _)| *t == id).and_then(|(_, v)| v.downcast_mut())
+    }
+}
+
+/// Kinds of objects whose changes can make an unschedulable pod schedulable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventResource {
+    Node,
+    /// A pod bound to a node (added, changed or deleted).
+    AssignedPod,
+    /// A pending pod changed (its own spec or labels).
+    UnscheduledPod,
+    Namespace,
+}
+
+/// What happened to the object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventAction {
+    Add,
+    Delete,
+    UpdateLabel,
+    UpdateTaint,
+    UpdateAllocatable,
+    /// Node.spec.unschedulable changed, or any other update.
+    Update,
+}
+
+/// A cluster event a plugin registers interest in, as kube-scheduler's
+/// `ClusterEvent`. `action: None` means any action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ClusterEvent {
+    pub resource: EventResource,
+    pub action: Option<EventAction>,
+}
+
+impl ClusterEvent {
+    pub const fn new(resource: EventResource, action: EventAction) -> Self {
+        ClusterEvent { resource, action: Some(action) }
+    }
+
+    pub const fn any(resource: EventResource) -> Self {
+        ClusterEvent { resource, action: None }
+    }
+
+    /// Whether an event that happened (`self`) is one `registered` asks for.
+    pub fn triggers(&self, registered: &ClusterEvent) -> bool {
+        self.resource == registered.resource
+            && (registered.action.is_none() || self.action.is_none() || self.action == registered.action)
+    }
+}
+
+/// Every plugin implements this, and returns itself from the `as_*`
+/// methods of the extension points it serves.
+pub trait Plugin: Send + Sync + 'static {
+    fn name(&self) -> &'static str;
+
+    /// Cluster events that may make a pod this plugin rejected schedulable.
+    /// The default, any event, is safe but requeues more than needed.
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent::any(EventResource::Node),
+            ClusterEvent::any(EventResource::AssignedPod),
+            ClusterEvent::any(EventResource::Namespace),
+        ]
+    }
+
+    fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
+        None
+    }
+    fn as_queue_sort(&self) -> Option<&dyn QueueSortPlugin> {
+        None
+    }
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        None
+    }
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        None
+    }
+    fn as_post_filter(&self) -> Option<&dyn PostFilterPlugin> {
+        None
+    }
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        None
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        None
+    }
+    fn as_reserve(&self) -> Option<&dyn ReservePlugin> {
+        None
+    }
+    fn as_permit(&self) -> Option<&dyn PermitPlugin> {
+        None
+    }
+    fn as_pre_bind(&self) -> Option<&dyn PreBindPlugin> {
+        None
+    }
+    fn as_bind(&self) -> Option<&dyn BindPlugin> {
+        None
+    }
+    fn as_post_bind(&self) -> Option<&dyn PostBindPlugin> {
+        None
+    }
+}
+
+/// Gate before a pod enters the active queue (e.g. scheduling gates).
+pub trait PreEnqueuePlugin: Plugin {
+    fn pre_enqueue(&self, pod: &Pod) -> Status;
+}
+
+/// Orders the active queue.
+pub trait QueueSortPlugin: Plugin {
+    /// Whether `a` should be scheduled before `b`. `a_seq`/`b_seq` are the
+    /// arrival order in the queue.
+    fn less(&self, a: &Pod, a_seq: u64, b: &Pod, b_seq: u64) -> bool;
+}
+
+/// What PreFilter may tell the framework besides its status.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreFilterResult {
+    /// When set, only these nodes can fit the pod (e.g. NodeAffinity on
+    /// `metadata.name`); the framework filters no other node.
+    pub node_names: Option<HashSet<String>>,
+}
+
+pub trait PreFilterPlugin: Plugin {
+    /// Computes per-pod state once per cycle. Return `Status::skip()` when
+    /// the pod needs nothing from this plugin: its Filter is then not called.
+    fn pre_filter(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot) -> (PreFilterResult, Status);
+}
+
+pub trait FilterPlugin: Plugin {
+    /// Whether `pod` fits `node`. Called in parallel over nodes: must not
+    /// allocate on success.
+    fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status;
+}
+
+/// A node that failed filtering and the status of the plugin that failed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeStatus {
+    pub node: String,
+    pub status: Status,
+}
+
+pub trait PostFilterPlugin: Plugin {
+    /// Called when no node fits, e.g. for preemption. Returns a node to
+    /// nominate, if the plugin made room on one.
+    fn post_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &Pod,
+        snapshot: &Snapshot,
+        failed: &[NodeStatus],
+    ) -> (Option<String>, Status);
+}
+
+pub trait PreScorePlugin: Plugin {
+    /// Computes per-pod state for scoring over the feasible `nodes`.
+    /// `Status::skip()` means this plugin's Score is not called.
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, nodes: &[Arc<NodeInfo>], snapshot: &Snapshot) -> Status;
+}
+
+pub trait ScorePlugin: Plugin {
+    /// The node's raw score. Called in parallel over nodes.
+    fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status>;
+
+    /// Whether [`ScorePlugin::normalize`] does anything (saves a pass).
+    fn has_normalize(&self) -> bool {
+        false
+    }
+
+    /// Maps raw scores onto 0..=MAX_NODE_SCORE, over all feasible nodes.
+    fn normalize(&self, _state: &CycleState, _pod: &Pod, _scores: &mut [i64]) -> Status {
+        Status::success()
+    }
+}
+
+pub trait ReservePlugin: Plugin {
+    fn reserve(&self, state: &mut CycleState, pod: &Pod, node: &str) -> Status;
+    fn unreserve(&self, state: &mut CycleState, pod: &Pod, node: &str);
+}
+
+pub trait PermitPlugin: Plugin {
+    /// Success to go on, Wait with a timeout in seconds to hold the pod, or a rejection.
+    fn permit(&self, state: &mut CycleState, pod: &Pod, node: &str) -> (Status, u64);
+}
+
+pub trait PreBindPlugin: Plugin {
+    fn pre_bind(&self, state: &mut CycleState, pod: &Pod, node: &str) -> Status;
+}
+
+/// Where a Bind plugin writes the binding: the API server in `run`, the
+/// simulated cluster in `simulate`. The engine itself does no I/O.
+pub trait Binder: Send + Sync {
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), String>;
+}
+
+pub trait BindPlugin: Plugin {
+    /// Binds the pod, or returns `Skip` to let the next Bind plugin do it.
+    fn bind(&self, state: &mut CycleState, pod: &Pod, node: &str, binder: &dyn Binder) -> Status;
+}
+
+pub trait PostBindPlugin: Plugin {
+    fn post_bind(&self, state: &mut CycleState, pod: &Pod, node: &str);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cycle_state_is_typed() {
+        struct A(u32);
+        struct B(&'static str);
+        let mut s = CycleState::new();
+        s.write(A(1));
+        s.write(B("x"));
+        s.write(A(2));
+        assert_eq!(s.read::<A>().map(|a| a.0), Some(2));
+        assert_eq!(s.read::<B>().map(|b| b.0), Some("x"));
+        assert!(s.read::<u8>().is_none());
+    }
+
+    #[test]
+    fn event_matching() {
+        let added = ClusterEvent::new(EventResource::Node, EventAction::Add);
+        assert!(added.triggers(&ClusterEvent::any(EventResource::Node)));
+        assert!(added.triggers(&ClusterEvent::new(EventResource::Node, EventAction::Add)));
+        assert!(!added.triggers(&ClusterEvent::new(EventResource::Node, EventAction::UpdateTaint)));
+        assert!(!added.triggers(&ClusterEvent::any(EventResource::AssignedPod)));
+    }
+}

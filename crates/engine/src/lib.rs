@@ -1,0 +1,13 @@
+//! gpu-scheduler's scheduling engine.
+//!
+//! Pure by design: given a snapshot of the cluster, a pod, a configuration
+//! and a random seed it decides deterministically. It reads no clock (time
+//! is passed in), does no I/O and knows no API client; `run` and `simulate`
+//! both drive it.
+
+pub mod cache;
+pub mod framework;
+pub mod model;
+pub mod registry;
+pub mod resources;
+pub mod testing;

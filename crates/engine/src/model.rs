@@ -1,0 +1,424 @@
+//! The engine's view of Pods and Nodes: the fields scheduling reads, parsed
+//! once (selectors compiled, requests summed) when an object enters the
+//! cache, so that the per-node hot path never re-parses API objects.
+//! `convert` builds these from k8s-openapi objects.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::resources::Resources;
+
+pub type Labels = BTreeMap<String, String>;
+
+/// Label key of the node name, set by the kubelet and used as a topology key.
+pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
+pub const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
+pub const LABEL_REGION: &str = "topology.kubernetes.io/region";
+
+// ---------------------------------------------------------------- selectors
+
+/// Operator of a label-selector or node-selector requirement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SelectorOp {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+    /// Node selectors only: the label value, as an integer, is greater.
+    Gt,
+    /// Node selectors only: the label value, as an integer, is less.
+    Lt,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requirement {
+    pub key: String,
+    pub op: SelectorOp,
+    pub values: Vec<String>,
+}
+
+impl Requirement {
+    pub fn matches(&self, labels: &Labels) -> bool {
+        self.matches_value(labels.get(&self.key).map(String::as_str))
+    }
+
+    /// Evaluates the requirement against the value of its key (None: key absent).
+    pub fn matches_value(&self, value: Option<&str>) -> bool {
+        match self.op {
+            SelectorOp::In => value.is_some_and(|v| self.values.iter().any(|x| x == v)),
+            SelectorOp::NotIn => value.is_none_or(|v| !self.values.iter().any(|x| x == v)),
+            SelectorOp::Exists => value.is_some(),
+            SelectorOp::DoesNotExist => value.is_none(),
+            SelectorOp::Gt | SelectorOp::Lt => {
+                // Validation guarantees one integer value; anything else never matches.
+                let (Some(v), Some(bound)) = (value, self.values.first()) else {
+                    return false;
+                };
+                let (Ok(v), Ok(bound)) = (v.parse::<i64>(), bound.parse::<i64>()) else {
+                    return false;
+                };
+                if self.op == SelectorOp::Gt { v > bound } else { v < bound }
+            }
+        }
+    }
+}
+
+/// A compiled `metav1.LabelSelector`: requirements ANDed. An empty selector
+/// matches everything; `LabelSelector::nothing()` (a nil selector in an
+/// affinity term) matches nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LabelSelector {
+    pub requirements: Vec<Requirement>,
+    pub matches_nothing: bool,
+}
+
+impl LabelSelector {
+    pub fn everything() -> Self {
+        LabelSelector::default()
+    }
+
+    pub fn nothing() -> Self {
+        LabelSelector { requirements: Vec::new(), matches_nothing: true }
+    }
+
+    pub fn from_match_labels<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        LabelSelector {
+            requirements: pairs
+                .into_iter()
+                .map(|(k, v)| Requirement { key: k.into(), op: SelectorOp::In, values: vec![v.into()] })
+                .collect(),
+            matches_nothing: false,
+        }
+    }
+
+    pub fn matches(&self, labels: &Labels) -> bool {
+        !self.matches_nothing && self.requirements.iter().all(|r| r.matches(labels))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        !self.matches_nothing && self.requirements.is_empty()
+    }
+}
+
+/// One `nodeSelectorTerm`: expressions on labels and fields, ANDed. A term
+/// with neither matches no node (Kubernetes' rule).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NodeSelectorTerm {
+    pub match_expressions: Vec<Requirement>,
+    /// Only `metadata.name` is a supported field.
+    pub match_fields: Vec<Requirement>,
+}
+
+impl NodeSelectorTerm {
+    pub fn matches(&self, node: &Node) -> bool {
+        if self.match_expressions.is_empty() && self.match_fields.is_empty() {
+            return false;
+        }
+        self.match_expressions.iter().all(|r| r.matches(&node.labels))
+            && self
+                .match_fields
+                .iter()
+                .all(|r| r.key == "metadata.name" && r.matches_value(Some(&node.name)))
+    }
+}
+
+/// A `nodeSelector` (the affinity kind): terms ORed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NodeSelector {
+    pub terms: Vec<NodeSelectorTerm>,
+}
+
+impl NodeSelector {
+    pub fn matches(&self, node: &Node) -> bool {
+        self.terms.iter().any(|t| t.matches(node))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreferredSchedulingTerm {
+    pub weight: i32,
+    pub term: NodeSelectorTerm,
+}
+
+// ------------------------------------------------------------ taints, ports
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaintEffect {
+    NoSchedule,
+    PreferNoSchedule,
+    NoExecute,
+}
+
+impl TaintEffect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoSchedule => "NoSchedule",
+            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+            TaintEffect::NoExecute => "NoExecute",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taint {
+    pub key: String,
+    pub value: String,
+    pub effect: TaintEffect,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TolerationOp {
+    Equal,
+    Exists,
+}
+
+/// A toleration. An empty key with `Exists` tolerates every taint; no
+/// effect tolerates every effect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toleration {
+    pub key: String,
+    pub op: TolerationOp,
+    pub value: String,
+    pub effect: Option<TaintEffect>,
+}
+
+impl Toleration {
+    /// `v1.Toleration.ToleratesTaint`.
+    pub fn tolerates(&self, taint: &Taint) -> bool {
+        if self.effect.is_some_and(|e| e != taint.effect) {
+            return false;
+        }
+        if !self.key.is_empty() && self.key != taint.key {
+            return false;
+        }
+        match self.op {
+            TolerationOp::Exists => true,
+            TolerationOp::Equal => self.value == taint.value,
+        }
+    }
+}
+
+/// A host port a container asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostPort {
+    pub protocol: String,
+    /// Empty or `0.0.0.0` means every address.
+    pub host_ip: String,
+    pub port: i32,
+}
+
+// ---------------------------------------------------------- inter-pod terms
+
+/// A compiled `PodAffinityTerm`: the namespaces it looks in, the selector
+/// (with `matchLabelKeys`/`mismatchLabelKeys` already merged) and the
+/// topology key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AffinityTerm {
+    /// Explicit namespaces; when both this is empty and there is no
+    /// namespace selector, the term means the pod's own namespace (already
+    /// filled in by conversion).
+    pub namespaces: Vec<String>,
+    /// `namespaceSelector`: None means no selector; an empty selector means
+    /// all namespaces.
+    pub namespace_selector: Option<LabelSelector>,
+    pub selector: LabelSelector,
+    pub topology_key: String,
+}
+
+impl AffinityTerm {
+    /// Whether `pod` (in a namespace with `ns_labels`) is matched by this term.
+    pub fn matches(&self, pod: &Pod, ns_labels: Option<&Labels>) -> bool {
+        let ns_ok = self.namespaces.iter().any(|n| *n == pod.namespace)
+            || self
+                .namespace_selector
+                .as_ref()
+                .is_some_and(|sel| sel.is_empty() || ns_labels.is_some_and(|l| sel.matches(l)));
+        ns_ok && self.selector.matches(&pod.labels)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WeightedAffinityTerm {
+    pub weight: i32,
+    pub term: AffinityTerm,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PodAffinity {
+    pub required: Vec<AffinityTerm>,
+    pub preferred: Vec<WeightedAffinityTerm>,
+}
+
+impl PodAffinity {
+    pub fn is_empty(&self) -> bool {
+        self.required.is_empty() && self.preferred.is_empty()
+    }
+}
+
+// ---------------------------------------------------------- topology spread
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnsatisfiableAction {
+    DoNotSchedule,
+    ScheduleAnyway,
+}
+
+/// `nodeAffinityPolicy` / `nodeTaintsPolicy` of a spread constraint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InclusionPolicy {
+    Honor,
+    Ignore,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopologySpreadConstraint {
+    pub max_skew: i32,
+    pub topology_key: String,
+    pub when_unsatisfiable: UnsatisfiableAction,
+    /// The label selector with `matchLabelKeys` already merged in.
+    pub selector: LabelSelector,
+    pub min_domains: Option<i32>,
+    /// Default Honor.
+    pub node_affinity_policy: InclusionPolicy,
+    /// Default Ignore.
+    pub node_taints_policy: InclusionPolicy,
+}
+
+// --------------------------------------------------------------------- pod
+
+/// What the scheduler knows of a pod. Shared as `Arc<Pod>` between the
+/// queue, the cache and snapshots.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Pod {
+    pub uid: String,
+    pub namespace: String,
+    pub name: String,
+    pub labels: Labels,
+    pub annotations: Labels,
+    pub scheduler_name: String,
+    pub priority: i32,
+    /// Set for pods bound (or assumed) to a node.
+    pub node_name: Option<String>,
+    pub nominated_node_name: Option<String>,
+    /// Effective requests: max(app + sidecars, each init + sidecars before
+    /// it) plus overhead, as kube-scheduler computes them.
+    pub requests: Resources,
+    /// Requests with the non-zero defaults (100m cpu, 200Mi memory) for
+    /// containers that set none; used by scoring, as in kube-scheduler.
+    pub non_zero_milli_cpu: i64,
+    pub non_zero_memory: i64,
+    pub host_ports: Vec<HostPort>,
+    pub node_selector: Labels,
+    pub required_node_affinity: Option<NodeSelector>,
+    pub preferred_node_affinity: Vec<PreferredSchedulingTerm>,
+    pub tolerations: Vec<Toleration>,
+    pub pod_affinity: PodAffinity,
+    pub pod_anti_affinity: PodAffinity,
+    pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
+    /// The selector of the controller that owns this pod (ReplicaSet,
+    /// StatefulSet, ...), used by the default topology-spread constraints.
+    pub owner_selector: Option<LabelSelector>,
+    /// Pods being deleted do not count for spreading.
+    pub terminating: bool,
+    /// `spec.schedulingGates`: the pod is not scheduled while any remain.
+    pub scheduling_gates: Vec<String>,
+}
+
+impl Pod {
+    /// `NAMESPACE/NAME`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    pub fn has_required_anti_affinity(&self) -> bool {
+        !self.pod_anti_affinity.required.is_empty()
+    }
+
+    pub fn has_affinity(&self) -> bool {
+        !self.pod_affinity.is_empty() || !self.pod_anti_affinity.is_empty()
+    }
+}
+
+// -------------------------------------------------------------------- node
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Node {
+    pub name: String,
+    pub labels: Labels,
+    pub annotations: Labels,
+    pub taints: Vec<Taint>,
+    pub unschedulable: bool,
+    pub allocatable: Resources,
+}
+
+pub type PodRef = Arc<Pod>;
+pub type NodeRef = Arc<Node>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(key: &str, op: SelectorOp, values: &[&str]) -> Requirement {
+        Requirement { key: key.into(), op, values: values.iter().map(|s| s.to_string()).collect() }
+    }
+
+    #[test]
+    fn requirement_operators() {
+        use SelectorOp::*;
+        let cases: &[(Requirement, Option<&str>, bool)] = &[
+            (req("k", In, &["a", "b"]), Some("a"), true),
+            (req("k", In, &["a"]), Some("c"), false),
+            (req("k", In, &["a"]), None, false),
+            (req("k", NotIn, &["a"]), Some("a"), false),
+            (req("k", NotIn, &["a"]), None, true),
+            (req("k", Exists, &[]), Some(""), true),
+            (req("k", Exists, &[]), None, false),
+            (req("k", DoesNotExist, &[]), None, true),
+            (req("k", DoesNotExist, &[]), Some("x"), false),
+            (req("k", Gt, &["5"]), Some("6"), true),
+            (req("k", Gt, &["5"]), Some("5"), false),
+            (req("k", Gt, &["5"]), Some("x"), false),
+            (req("k", Gt, &["5"]), None, false),
+            (req("k", Lt, &["5"]), Some("-1"), true),
+            (req("k", Lt, &["5"]), Some("5"), false),
+        ];
+        for (i, (r, v, want)) in cases.iter().enumerate() {
+            assert_eq!(r.matches_value(*v), *want, "case {i}: {r:?} on {v:?}");
+        }
+    }
+
+    #[test]
+    fn empty_term_matches_no_node_and_fields_match_name() {
+        let node = Node { name: "n1".into(), ..Default::default() };
+        assert!(!NodeSelectorTerm::default().matches(&node));
+        let t = NodeSelectorTerm {
+            match_expressions: vec![],
+            match_fields: vec![req("metadata.name", SelectorOp::In, &["n1"])],
+        };
+        assert!(t.matches(&node));
+    }
+
+    #[test]
+    fn toleration_semantics() {
+        let taint = Taint { key: "k".into(), value: "v".into(), effect: TaintEffect::NoSchedule };
+        let tol = |key: &str, op, value: &str, effect| Toleration { key: key.into(), op, value: value.into(), effect };
+        use TolerationOp::*;
+        for (t, want) in [
+            (tol("k", Equal, "v", Some(TaintEffect::NoSchedule)), true),
+            (tol("k", Equal, "w", Some(TaintEffect::NoSchedule)), false),
+            (tol("k", Exists, "", None), true),
+            (tol("", Exists, "", None), true),
+            (tol("k", Equal, "v", Some(TaintEffect::NoExecute)), false),
+            (tol("other", Exists, "", None), false),
+        ] {
+            assert_eq!(t.tolerates(&taint), want, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn nil_selector_matches_nothing_empty_matches_all() {
+        let l: Labels = [("a".to_string(), "b".to_string())].into();
+        assert!(LabelSelector::everything().matches(&l));
+        assert!(!LabelSelector::nothing().matches(&l));
+    }
+}
