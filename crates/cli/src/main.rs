@@ -1,1 +1,184 @@
-fn main() {}
+//! The `gpu-scheduler` binary.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use engine::config::{self, Configuration};
+use engine::profile::build_profiles;
+use indicatif::{ProgressBar, ProgressStyle};
+use sim::{Manifests, SimOptions, report};
+
+/// A Kubernetes scheduler for clusters that mix GPU work with ordinary services.
+#[derive(Parser)]
+#[command(name = "gpu-scheduler", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Schedule the pods in Kubernetes manifests offline, with the same engine as a live cluster.
+    Simulate(SimulateArgs),
+    /// Validate a configuration file: exit 0, or exit 2 naming the bad field.
+    CheckConfig {
+        /// The configuration file (GpuSchedulerConfiguration YAML).
+        file: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Output {
+    Table,
+    Json,
+}
+
+#[derive(clap::Args)]
+struct SimulateArgs {
+    /// Configuration file; without one, the default profile.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Report format.
+    #[arg(long, value_enum, default_value = "table")]
+    output: Output,
+    /// Seed for breaking ties between equally scored nodes.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The clock for time-dependent rules (RFC 3339); default: now.
+    #[arg(long)]
+    now: Option<String>,
+    /// Show the full decision for one pod (NAMESPACE/NAME).
+    #[arg(long, value_name = "NS/POD")]
+    explain: Option<String>,
+    /// Manifests: multi-document YAML of Nodes, Pods, Namespaces,
+    /// PriorityClasses, Deployments, ReplicaSets, StatefulSets and Jobs.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+/// Exit code for bad configuration or arguments, as `check-config` promises.
+const EXIT_BAD_CONFIG: u8 = 2;
+
+/// An error that carries its exit code.
+#[derive(Debug)]
+struct Exit(u8, anyhow::Error);
+
+impl<E: Into<anyhow::Error>> From<E> for Exit {
+    fn from(e: E) -> Self {
+        Exit(1, e.into())
+    }
+}
+
+fn bad_config(e: impl Into<anyhow::Error>) -> Exit {
+    Exit(EXIT_BAD_CONFIG, e.into())
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Simulate(args) => simulate(args),
+        Command::CheckConfig { file } => check_config(&file),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Exit(code, e)) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// Loads and fully validates a configuration, plugins and their args included.
+fn load_config(path: &PathBuf) -> Result<Configuration, Exit> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display())).map_err(bad_config)?;
+    let cfg = config::parse(&text).with_context(|| format!("{}", path.display())).map_err(bad_config)?;
+    build_profiles(&cfg, &plugins::registry(), &plugins::default_plugins())
+        .with_context(|| format!("{}", path.display()))
+        .map_err(bad_config)?;
+    Ok(cfg)
+}
+
+fn check_config(path: &PathBuf) -> Result<(), Exit> {
+    let cfg = load_config(path)?;
+    let names: Vec<&str> = cfg.profiles.iter().map(|p| p.scheduler_name.as_str()).collect();
+    println!("{}: valid ({} profile(s): {})", path.display(), names.len(), names.join(", "));
+    Ok(())
+}
+
+fn simulate(args: SimulateArgs) -> Result<(), Exit> {
+    let cfg = match &args.config {
+        Some(p) => load_config(p)?,
+        None => Configuration::default(),
+    };
+    let now = match &args.now {
+        Some(t) => t
+            .parse::<jiff::Timestamp>()
+            .with_context(|| format!("--now {t:?} is not an RFC 3339 time (e.g. 2026-01-31T12:00:00Z)"))
+            .map_err(bad_config)?,
+        None => jiff::Timestamp::now(),
+    };
+    let mut manifests = Manifests::default();
+    for f in &args.files {
+        manifests.add_file(&f.to_string_lossy())?;
+    }
+    for (source, what) in &manifests.ignored {
+        tracing::debug!("{source}: {what} does not affect scheduling; ignored");
+    }
+
+    // A progress bar on stderr for long runs on a terminal; never for JSON.
+    let show_progress = matches!(args.output, Output::Table) && std::io::stderr().is_terminal();
+    let started = Instant::now();
+    let mut bar: Option<ProgressBar> = None;
+    let mut progress = |done: usize, total: usize| {
+        if !show_progress || started.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        let b = bar.get_or_insert_with(|| {
+            let b = ProgressBar::new(total as u64);
+            if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} pods {per_sec}") {
+                b.set_style(style);
+            }
+            b
+        });
+        b.set_position(done as u64);
+    };
+    let opts = SimOptions { seed: args.seed, now };
+    let result =
+        sim::simulate(&manifests, &cfg, &plugins::registry(), &plugins::default_plugins(), &opts, &mut progress);
+    if let Some(b) = bar.take() {
+        b.finish_and_clear();
+    }
+    let simulation = result?;
+
+    let explanation = match &args.explain {
+        Some(pod) => Some(simulation.explain(pod).ok_or_else(|| {
+            bad_config(anyhow::anyhow!(
+                "--explain {pod}: no pending pod of ours with that NAMESPACE/NAME was scheduled"
+            ))
+        })?),
+        None => None,
+    };
+    let mut out = std::io::stdout().lock();
+    match args.output {
+        Output::Json => {
+            serde_json::to_writer(&mut out, &report::to_json(&simulation, explanation.as_ref()))?;
+            writeln!(out)?;
+        }
+        Output::Table => {
+            write!(out, "{}", report::to_table(&simulation))?;
+            if let Some(e) = &explanation {
+                write!(out, "\n{}", report::explanation_table(e))?;
+            }
+        }
+    }
+    Ok(())
+}

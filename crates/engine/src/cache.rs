@@ -267,10 +267,8 @@ impl Cache {
             info.remove_pod(uid);
             !info.has_node && info.pods.is_empty()
         };
-        if drop_placeholder {
-            if let Some(info) = self.nodes.remove(node) {
-                self.changes.remove(&info.generation);
-            }
+        if drop_placeholder && let Some(info) = self.nodes.remove(node) {
+            self.changes.remove(&info.generation);
         }
         Ok(())
     }
@@ -309,7 +307,8 @@ impl Cache {
     fn rebuild_snapshot(&self, snap: &mut Snapshot) {
         // Interleave zones, as kube-scheduler's node tree does, so that a
         // partial search (percentageOfNodesToScore) sees every zone.
-        let mut by_zone: BTreeMap<(Option<&String>, Option<&String>), Vec<&Arc<NodeInfo>>> = BTreeMap::new();
+        type Zone<'a> = (Option<&'a String>, Option<&'a String>);
+        let mut by_zone: BTreeMap<Zone, Vec<&Arc<NodeInfo>>> = BTreeMap::new();
         for info in self.nodes.values().filter(|n| n.has_node) {
             let labels = &info.node.labels;
             by_zone.entry((labels.get(LABEL_REGION), labels.get(LABEL_ZONE))).or_default().push(info);
@@ -389,9 +388,8 @@ impl Snapshot {
 
     fn index_affinity(&mut self) {
         self.with_affinity = (0..self.nodes.len()).filter(|&i| !self.nodes[i].pods_with_affinity.is_empty()).collect();
-        self.with_required_anti_affinity = (0..self.nodes.len())
-            .filter(|&i| !self.nodes[i].pods_with_required_anti_affinity.is_empty())
-            .collect();
+        self.with_required_anti_affinity =
+            (0..self.nodes.len()).filter(|&i| !self.nodes[i].pods_with_required_anti_affinity.is_empty()).collect();
     }
 
     /// A snapshot of just these nodes and pods, for tests and tools.

@@ -5,9 +5,17 @@
 //! is passed in), does no I/O and knows no API client; `run` and `simulate`
 //! both drive it.
 
+pub mod algorithm;
 pub mod cache;
+pub mod config;
+pub mod convert;
+pub mod explain;
 pub mod framework;
 pub mod model;
+pub mod profile;
+pub mod quantity;
+pub mod queue;
 pub mod registry;
 pub mod resources;
+pub mod scheduler;
 pub mod testing;

@@ -115,10 +115,7 @@ impl NodeSelectorTerm {
             return false;
         }
         self.match_expressions.iter().all(|r| r.matches(&node.labels))
-            && self
-                .match_fields
-                .iter()
-                .all(|r| r.key == "metadata.name" && r.matches_value(Some(&node.name)))
+            && self.match_fields.iter().all(|r| r.key == "metadata.name" && r.matches_value(Some(&node.name)))
     }
 }
 
@@ -228,7 +225,7 @@ pub struct AffinityTerm {
 impl AffinityTerm {
     /// Whether `pod` (in a namespace with `ns_labels`) is matched by this term.
     pub fn matches(&self, pod: &Pod, ns_labels: Option<&Labels>) -> bool {
-        let ns_ok = self.namespaces.iter().any(|n| *n == pod.namespace)
+        let ns_ok = self.namespaces.contains(&pod.namespace)
             || self
                 .namespace_selector
                 .as_ref()

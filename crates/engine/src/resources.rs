@@ -62,10 +62,7 @@ impl Resources {
     }
 
     pub fn scalar(&self, name: &str) -> i64 {
-        self.scalar
-            .iter()
-            .find(|(n, _)| &**n == name)
-            .map_or(0, |(_, v)| *v)
+        self.scalar.iter().find(|(n, _)| &**n == name).map_or(0, |(_, v)| *v)
     }
 
     /// Extended resources with their amounts, sorted by name.
@@ -143,9 +140,7 @@ pub fn is_hugepages(name: &str) -> bool {
 /// Resources the scheduler accounts as scalars: extended, hugepages and
 /// attachable-volume resources.
 pub fn is_scalar_resource_name(name: &str) -> bool {
-    is_extended_resource_name(name)
-        || is_hugepages(name)
-        || name.starts_with("attachable-volumes-")
+    is_extended_resource_name(name) || is_hugepages(name) || name.starts_with("attachable-volumes-")
 }
 
 #[cfg(test)]

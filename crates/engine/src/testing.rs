@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::model::{
-    HostPort, LABEL_HOSTNAME, LABEL_ZONE, Node, Pod, Taint, TaintEffect, Toleration, TolerationOp,
-};
+use crate::model::{HostPort, LABEL_HOSTNAME, LABEL_ZONE, Node, Pod, Taint, TaintEffect, Toleration, TolerationOp};
 use crate::resources::Resources;
 
 /// A node with `kubernetes.io/hostname` set, 4 cpu, 32 GiB, 110 pods.

@@ -1,15 +1,155 @@
 //! gpu-scheduler's plugins, one module per decision. Each module exports
-//! `NAME` and a `new` factory for the [`engine::registry::Registry`].
-pub mod priority_sort;
-pub mod scheduling_gates;
-pub mod node_unschedulable;
-pub mod node_name;
-pub mod node_affinity;
-pub mod taint_toleration;
-pub mod node_ports;
-pub mod default_binder;
-pub mod node_resources_fit;
+//! `NAME` and a `new` factory; [`registry`] registers them all and
+//! [`default_plugins`] is the default profile.
+
+use engine::profile::DefaultPlugin;
+use engine::registry::Registry;
+
 pub mod balanced_allocation;
-pub mod resource_allocation;
-pub mod pod_topology_spread;
+pub mod default_binder;
+pub mod helper;
 pub mod inter_pod_affinity;
+pub mod node_affinity;
+pub mod node_name;
+pub mod node_ports;
+pub mod node_resources_fit;
+pub mod node_unschedulable;
+pub mod pod_topology_spread;
+pub mod priority_sort;
+pub mod resource_allocation;
+pub mod scheduling_gates;
+pub mod taint_toleration;
+
+/// Every built-in plugin by name.
+pub fn registry() -> Registry {
+    let mut r = Registry::new();
+    r.register(scheduling_gates::NAME, scheduling_gates::new);
+    r.register(priority_sort::NAME, priority_sort::new);
+    r.register(node_unschedulable::NAME, node_unschedulable::new);
+    r.register(node_name::NAME, node_name::new);
+    r.register(taint_toleration::NAME, taint_toleration::new);
+    r.register(node_affinity::NAME, node_affinity::new);
+    r.register(node_ports::NAME, node_ports::new);
+    r.register(node_resources_fit::NAME, node_resources_fit::new);
+    r.register(pod_topology_spread::NAME, pod_topology_spread::new);
+    r.register(inter_pod_affinity::NAME, inter_pod_affinity::new);
+    r.register(balanced_allocation::NAME, balanced_allocation::new);
+    r.register(default_binder::NAME, default_binder::new);
+    r
+}
+
+/// The default profile: kube-scheduler's default plugins (those that do
+/// not concern volumes, images or preemption), in its order, with its
+/// score weights.
+pub fn default_plugins() -> Vec<DefaultPlugin> {
+    let p = |name, weight| DefaultPlugin { name, weight };
+    vec![
+        p(scheduling_gates::NAME, 1.0),
+        p(priority_sort::NAME, 1.0),
+        p(node_unschedulable::NAME, 1.0),
+        p(node_name::NAME, 1.0),
+        p(taint_toleration::NAME, 3.0),
+        p(node_affinity::NAME, 2.0),
+        p(node_ports::NAME, 1.0),
+        p(node_resources_fit::NAME, 1.0),
+        p(pod_topology_spread::NAME, 2.0),
+        p(inter_pod_affinity::NAME, 2.0),
+        p(balanced_allocation::NAME, 1.0),
+        p(default_binder::NAME, 1.0),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::config::{self, Configuration};
+    use engine::profile::build_profiles;
+
+    #[test]
+    fn default_profile_builds_with_kube_weights() {
+        let profiles = build_profiles(&Configuration::default(), &registry(), &default_plugins()).unwrap();
+        let p = &profiles[0];
+        assert_eq!(p.queue_sort.name(), "PrioritySort");
+        let scores: Vec<(&str, f64)> = p.score.iter().map(|(p, w)| (p.name(), *w)).collect();
+        assert_eq!(
+            scores,
+            [
+                ("TaintToleration", 3.0),
+                ("NodeAffinity", 2.0),
+                ("NodeResourcesFit", 1.0),
+                ("PodTopologySpread", 2.0),
+                ("InterPodAffinity", 2.0),
+                ("NodeResourcesBalancedAllocation", 1.0),
+            ]
+        );
+        let filters: Vec<&str> = p.filter.iter().map(|p| p.name()).collect();
+        assert_eq!(
+            filters,
+            [
+                "NodeUnschedulable",
+                "NodeName",
+                "TaintToleration",
+                "NodeAffinity",
+                "NodePorts",
+                "NodeResourcesFit",
+                "PodTopologySpread",
+                "InterPodAffinity"
+            ]
+        );
+        assert_eq!(p.bind.len(), 1);
+    }
+
+    /// Each kind of profile error names its field.
+    #[test]
+    fn profile_errors_name_the_field() {
+        let head =
+            "apiVersion: gpu-scheduler.io/v1alpha1\nkind: GpuSchedulerConfiguration\nprofiles:\n- schedulerName: a\n";
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "unknown plugin",
+                "  plugins:\n    score:\n      enabled:\n      - name: Bogus\n",
+                "profiles[0].plugins.score.enabled[0].name: unknown plugin \"Bogus\"",
+            ),
+            (
+                "plugin lacks the point",
+                "  plugins:\n    score:\n      enabled:\n      - name: NodePorts\n",
+                "profiles[0].plugins.score.enabled[0].name: plugin \"NodePorts\" does not implement the score extension point",
+            ),
+            (
+                "unknown plugin in pluginConfig",
+                "  pluginConfig:\n  - name: Nope\n    args: {}\n",
+                "profiles[0].pluginConfig[0].name: unknown plugin \"Nope\"",
+            ),
+            (
+                "bad args",
+                "  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: Sideways\n",
+                "profiles[0].pluginConfig[0].args.scoringStrategy.type",
+            ),
+            (
+                "no queue sort",
+                "  plugins:\n    queueSort:\n      disabled:\n      - name: '*'\n",
+                "profiles[0].plugins.queueSort: exactly one queue sort plugin",
+            ),
+            (
+                "no binder",
+                "  plugins:\n    multiPoint:\n      disabled:\n      - name: DefaultBinder\n",
+                "profiles[0].plugins.bind: at least one bind plugin",
+            ),
+        ];
+        for (name, body, want) in cases {
+            let cfg = config::parse(&format!("{head}{body}")).expect(name);
+            let err = build_profiles(&cfg, &registry(), &default_plugins()).expect_err(name).to_string();
+            assert!(err.starts_with(want), "{name}: {err}");
+        }
+    }
+
+    #[test]
+    fn disabling_and_reweighting() {
+        let yaml = "apiVersion: gpu-scheduler.io/v1alpha1\nkind: GpuSchedulerConfiguration\nprofiles:\n- plugins:\n    score:\n      disabled:\n      - name: NodeResourcesBalancedAllocation\n      enabled:\n      - name: TaintToleration\n        weight: 0.5\n    filter:\n      disabled:\n      - name: '*'\n";
+        let cfg = config::parse(yaml).unwrap();
+        let p = &build_profiles(&cfg, &registry(), &default_plugins()).unwrap()[0];
+        assert!(p.filter.is_empty());
+        assert!(p.score.iter().all(|(p, _)| p.name() != "NodeResourcesBalancedAllocation"));
+        assert_eq!(p.score.iter().find(|(p, _)| p.name() == "TaintToleration").map(|(_, w)| *w), Some(0.5));
+    }
+}

@@ -1,1 +1,11 @@
+//! Offline simulation with the real engine: Kubernetes manifests in, a
+//! placement report out. The same `Scheduler` as `run`, a simulated clock
+//! and an in-memory binder.
 
+pub mod manifests;
+pub mod report;
+pub mod simulate;
+pub mod workloads;
+
+pub use manifests::{ManifestError, Manifests};
+pub use simulate::{SimError, SimOptions, Simulation, simulate};

@@ -1,0 +1,437 @@
+//! One scheduling decision: PreFilter → Filter (parallel over nodes, a
+//! sampled share of them) → PostFilter when nothing fits → PreScore →
+//! Score → NormalizeScore → weighted sum → select (ties broken from the
+//! seeded random source). Pure: everything it reads is passed in.
+
+use std::sync::Arc;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+
+use crate::cache::{NodeInfo, Snapshot};
+use crate::explain::{DecisionRecord, FitError, ScoreColumn};
+use crate::framework::{
+    Code, CycleState, FilterPlugin, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeStatus, ScorePlugin, Status,
+};
+use crate::model::Pod;
+use crate::profile::Profile;
+
+/// Below this many nodes, kube-scheduler evaluates all of them.
+pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+/// The adaptive percentage never drops below this.
+pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: usize = 5;
+/// Work smaller than this runs on the calling thread: handing it to the
+/// thread pool would cost more than it saves.
+const PARALLEL_THRESHOLD: usize = 64;
+
+/// kube-scheduler's `numFeasibleNodesToFind`: how many feasible nodes to
+/// look for before scoring. `percentage` 0 means adaptive (50% minus 1% per
+/// 125 nodes, at least 5%); at least 100 nodes; 100 means all.
+pub fn num_feasible_nodes_to_find(percentage: u32, num_all_nodes: usize) -> usize {
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND || percentage >= 100 {
+        return num_all_nodes;
+    }
+    let pct = if percentage == 0 {
+        (50usize.saturating_sub(num_all_nodes / 125)).max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    } else {
+        percentage as usize
+    };
+    (num_all_nodes * pct / 100).max(MIN_FEASIBLE_NODES_TO_FIND)
+}
+
+/// A successful decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleResult {
+    pub node: String,
+    pub evaluated_nodes: usize,
+    pub feasible_nodes: usize,
+}
+
+#[derive(Debug, Clone)]
+pub enum ScheduleError {
+    /// The cluster has no nodes.
+    NoNodes,
+    /// No node fits; the message is kube-scheduler's.
+    Unschedulable(Box<FitError>),
+    /// A plugin failed; the pod is retried with backoff.
+    Internal(Status),
+}
+
+impl ScheduleError {
+    pub fn message(&self) -> String {
+        match self {
+            ScheduleError::NoNodes => "no nodes available to schedule pods".into(),
+            ScheduleError::Unschedulable(fit) => fit.message(),
+            ScheduleError::Internal(s) => format!("running {} plugin: {}", s.plugin, s.message()),
+        }
+    }
+}
+
+/// The decision-making state that lives across cycles: where the last
+/// partial search stopped, and the random source for tie-breaking.
+pub struct Algorithm {
+    percentage_of_nodes_to_score: u32,
+    next_start_node_index: usize,
+    rng: StdRng,
+}
+
+/// Outcome of one decision, with its record.
+pub struct Decision {
+    pub result: Result<ScheduleResult, ScheduleError>,
+    pub record: DecisionRecord,
+    /// Set when a PostFilter plugin nominated a node.
+    pub nominated_node: Option<String>,
+}
+
+impl Algorithm {
+    pub fn new(percentage_of_nodes_to_score: u32, seed: u64) -> Self {
+        Algorithm { percentage_of_nodes_to_score, next_start_node_index: 0, rng: StdRng::seed_from_u64(seed) }
+    }
+
+    /// Decides where `pod` goes. `state` is the cycle state the later
+    /// stages (Reserve, Permit, Bind) will see.
+    pub fn schedule(&mut self, profile: &Profile, state: &mut CycleState, pod: &Pod, snap: &Snapshot) -> Decision {
+        let mut record = DecisionRecord {
+            pod: pod.key(),
+            profile: profile.scheduler_name.clone(),
+            total_nodes: snap.nodes().len(),
+            ..Default::default()
+        };
+        let result = self.decide(profile, state, pod, snap, &mut record);
+        let mut nominated_node = None;
+        let result = match result {
+            Err(ScheduleError::Unschedulable(mut fit)) => {
+                let failed: Vec<NodeStatus> = fit
+                    .rejected
+                    .iter()
+                    .map(|(n, s)| NodeStatus { node: n.name().to_string(), status: s.clone() })
+                    .collect();
+                for p in &profile.post_filter {
+                    let Some(pf) = p.as_post_filter() else { continue };
+                    let (node, status) = pf.post_filter(state, pod, snap, &failed);
+                    if !status.reasons.is_empty() {
+                        fit.post_filter_msg = Some(status.message());
+                    }
+                    if status.is_success() || status.code == Code::UnschedulableAndUnresolvable {
+                        nominated_node = node;
+                        break;
+                    }
+                }
+                record.rejected = fit.rejected.clone();
+                Err(ScheduleError::Unschedulable(fit))
+            }
+            other => other,
+        };
+        match &result {
+            Ok(r) => record.node = Some(r.node.clone()),
+            Err(e) => record.message = Some(e.message()),
+        }
+        Decision { result, record, nominated_node }
+    }
+
+    fn decide(
+        &mut self,
+        profile: &Profile,
+        state: &mut CycleState,
+        pod: &Pod,
+        snap: &Snapshot,
+        record: &mut DecisionRecord,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        let all = snap.nodes();
+        if all.is_empty() {
+            return Err(ScheduleError::NoNodes);
+        }
+
+        // PreFilter: per-pod state, and possibly a narrowed node set.
+        let mut filters: Vec<(&'static str, &dyn FilterPlugin)> = Vec::with_capacity(profile.filter.len());
+        let mut skipped: Vec<&'static str> = Vec::new();
+        let mut only: Option<std::collections::HashSet<String>> = None;
+        for p in &profile.pre_filter {
+            let Some(pf) = p.as_pre_filter() else { continue };
+            let (res, status) = pf.pre_filter(state, pod, snap);
+            let status = status.with_plugin(p.name());
+            match status.code {
+                Code::Success => {}
+                Code::Skip => {
+                    skipped.push(p.name());
+                    continue;
+                }
+                Code::Unschedulable | Code::UnschedulableAndUnresolvable => {
+                    record.pre_filter_rejection = Some(status.clone());
+                    return Err(ScheduleError::Unschedulable(Box::new(FitError {
+                        num_all_nodes: all.len(),
+                        pre_filter: Some(status),
+                        rejected: Vec::new(),
+                        absent_status: None,
+                        post_filter_msg: None,
+                    })));
+                }
+                _ => return Err(ScheduleError::Internal(status)),
+            }
+            if let Some(names) = res.node_names {
+                only = Some(match only {
+                    Some(prev) => prev.intersection(&names).cloned().collect(),
+                    None => names,
+                });
+            }
+        }
+        for p in &profile.filter {
+            if skipped.contains(&p.name()) {
+                continue;
+            }
+            if let Some(f) = p.as_filter() {
+                filters.push((p.name(), f));
+            }
+        }
+
+        // The nominated node (a previous PostFilter's choice) is tried first.
+        let mut feasible: Vec<Arc<NodeInfo>> = Vec::new();
+        let mut rejected: Vec<(Arc<NodeInfo>, Status)> = Vec::new();
+        if let Some(n) = pod.nominated_node_name.as_deref().and_then(|n| snap.get(n)) {
+            match filter_node(&filters, state, pod, n) {
+                Ok(()) => feasible.push(n.clone()),
+                Err(s) if s.code == Code::Error => return Err(ScheduleError::Internal(s)),
+                Err(_) => {}
+            }
+        }
+
+        let mut absent = 0;
+        if feasible.is_empty() {
+            let narrowed: Vec<Arc<NodeInfo>>;
+            let candidates: &[Arc<NodeInfo>] = match &only {
+                Some(names) => {
+                    narrowed = all.iter().filter(|n| names.contains(n.name())).cloned().collect();
+                    absent = all.len() - narrowed.len();
+                    &narrowed
+                }
+                None => all,
+            };
+            let pct = profile.percentage_of_nodes_to_score.unwrap_or(self.percentage_of_nodes_to_score);
+            let want = num_feasible_nodes_to_find(pct, candidates.len());
+            let processed = self.find_feasible(&filters, state, pod, candidates, want, &mut feasible, &mut rejected)?;
+            record.evaluated_nodes = processed;
+        } else {
+            record.evaluated_nodes = 1;
+        }
+
+        if feasible.is_empty() {
+            let absent_status = (absent > 0).then(|| {
+                (absent, Status::unresolvable("node(s) didn't satisfy plugin(s) [PreFilter]").with_plugin("PreFilter"))
+            });
+            return Err(ScheduleError::Unschedulable(Box::new(FitError {
+                num_all_nodes: all.len(),
+                pre_filter: None,
+                rejected,
+                absent_status,
+                post_filter_msg: None,
+            })));
+        }
+        record.rejected = rejected;
+        let feasible_count = feasible.len();
+        if feasible_count == 1 {
+            let node = feasible[0].name().to_string();
+            record.feasible = feasible;
+            return Ok(ScheduleResult { node, evaluated_nodes: record.evaluated_nodes, feasible_nodes: 1 });
+        }
+
+        let (columns, totals) = score_nodes(profile, state, pod, &feasible, snap)?;
+        let best = self.select_host(&totals);
+        let node = feasible[best].name().to_string();
+        record.feasible = feasible;
+        record.columns = columns;
+        record.totals = totals;
+        Ok(ScheduleResult { node, evaluated_nodes: record.evaluated_nodes, feasible_nodes: feasible_count })
+    }
+
+    /// Filters `nodes` starting where the previous search stopped, in
+    /// chunks run in parallel, until `want` feasible nodes are found or all
+    /// were seen. Returns how many nodes were processed.
+    #[allow(clippy::too_many_arguments)]
+    fn find_feasible(
+        &mut self,
+        filters: &[(&'static str, &dyn FilterPlugin)],
+        state: &CycleState,
+        pod: &Pod,
+        nodes: &[Arc<NodeInfo>],
+        want: usize,
+        feasible: &mut Vec<Arc<NodeInfo>>,
+        rejected: &mut Vec<(Arc<NodeInfo>, Status)>,
+    ) -> Result<usize, ScheduleError> {
+        let n = nodes.len();
+        let start = self.next_start_node_index % n;
+        if filters.is_empty() {
+            let take = want.min(n);
+            feasible.extend((0..take).map(|i| nodes[(start + i) % n].clone()));
+            self.next_start_node_index = (start + take) % n;
+            return Ok(take);
+        }
+        // Chunks a little larger than what is wanted: most nodes pass in a
+        // healthy cluster, so one chunk usually suffices.
+        let chunk = (want + want / 4).max(PARALLEL_THRESHOLD).min(n);
+        let mut processed = 0;
+        let mut verdicts: Vec<Result<(), Status>> = Vec::with_capacity(chunk);
+        'chunks: while processed < n {
+            let len = chunk.min(n - processed);
+            let at = |i: usize| &nodes[(start + processed + i) % n];
+            verdicts.clear();
+            if len < PARALLEL_THRESHOLD {
+                verdicts.extend((0..len).map(|i| filter_node(filters, state, pod, at(i))));
+            } else {
+                (0..len)
+                    .into_par_iter()
+                    .with_min_len(PARALLEL_THRESHOLD / 2)
+                    .map(|i| filter_node(filters, state, pod, at(i)))
+                    .collect_into_vec(&mut verdicts);
+            }
+            for (i, v) in verdicts.drain(..).enumerate() {
+                match v {
+                    Ok(()) => {
+                        feasible.push(at(i).clone());
+                        if feasible.len() >= want {
+                            processed += i + 1;
+                            break 'chunks;
+                        }
+                    }
+                    Err(s) if s.code == Code::Error => return Err(ScheduleError::Internal(s)),
+                    Err(s) => rejected.push((at(i).clone(), s)),
+                }
+            }
+            processed += len;
+        }
+        self.next_start_node_index = (start + processed) % n;
+        Ok(processed)
+    }
+
+    /// Highest total wins; ties are broken uniformly at random (reservoir
+    /// sampling over the tied nodes, as kube-scheduler's selectHost).
+    fn select_host(&mut self, totals: &[f64]) -> usize {
+        let mut best = 0;
+        let mut ties = 0u32;
+        for (i, &t) in totals.iter().enumerate() {
+            if i == 0 || t > totals[best] {
+                best = i;
+                ties = 1;
+            } else if t == totals[best] {
+                ties += 1;
+                if self.rng.random_range(0..ties) == 0 {
+                    best = i;
+                }
+            }
+        }
+        best
+    }
+}
+
+/// Runs the filters on one node; the first failure decides, as in kube-scheduler.
+fn filter_node(
+    filters: &[(&'static str, &dyn FilterPlugin)],
+    state: &CycleState,
+    pod: &Pod,
+    node: &NodeInfo,
+) -> Result<(), Status> {
+    for (name, f) in filters {
+        let s = f.filter(state, pod, node);
+        if !s.is_success() {
+            return Err(s.with_plugin(name));
+        }
+    }
+    Ok(())
+}
+
+type Scores = (Vec<ScoreColumn>, Vec<f64>);
+
+/// PreScore, Score (parallel over nodes), NormalizeScore and the weighted sum.
+fn score_nodes(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &Pod,
+    nodes: &[Arc<NodeInfo>],
+    snap: &Snapshot,
+) -> Result<Scores, ScheduleError> {
+    let mut skipped: Vec<&'static str> = Vec::new();
+    for p in &profile.pre_score {
+        let Some(ps) = p.as_pre_score() else { continue };
+        let s = ps.pre_score(state, pod, nodes, snap).with_plugin(p.name());
+        match s.code {
+            Code::Success => {}
+            Code::Skip => skipped.push(p.name()),
+            _ => return Err(ScheduleError::Internal(s)),
+        }
+    }
+    let scorers: Vec<(&'static str, &dyn ScorePlugin, f64)> = profile
+        .score
+        .iter()
+        .filter(|(p, _)| !skipped.contains(&p.name()))
+        .filter_map(|(p, w)| p.as_score().map(|s| (p.name(), s, *w)))
+        .collect();
+    let np = scorers.len();
+    let mut totals = vec![0.0; nodes.len()];
+    if np == 0 {
+        return Ok((Vec::new(), totals));
+    }
+    let state: &CycleState = state;
+    // Node-major matrix so that each node's scores are one contiguous chunk.
+    let mut matrix = vec![0i64; nodes.len() * np];
+    let score_row = |(row, node): (&mut [i64], &Arc<NodeInfo>)| -> Result<(), Status> {
+        for (k, (name, s, _)) in scorers.iter().enumerate() {
+            row[k] = s.score(state, pod, node).map_err(|e| e.with_plugin(name))?;
+        }
+        Ok(())
+    };
+    if nodes.len() < PARALLEL_THRESHOLD {
+        matrix.chunks_mut(np).zip(nodes.iter()).try_for_each(score_row)
+    } else {
+        matrix.par_chunks_mut(np).with_min_len(PARALLEL_THRESHOLD / 2).zip(nodes.par_iter()).try_for_each(score_row)
+    }
+    .map_err(ScheduleError::Internal)?;
+
+    let mut columns = Vec::with_capacity(np);
+    for (k, (name, s, weight)) in scorers.iter().enumerate() {
+        let raw: Vec<i64> = matrix.iter().skip(k).step_by(np).copied().collect();
+        let mut normalized = raw.clone();
+        if s.has_normalize() {
+            let st = s.normalize(state, pod, &mut normalized).with_plugin(name);
+            if !st.is_success() {
+                return Err(ScheduleError::Internal(st));
+            }
+        }
+        if let Some(bad) = normalized.iter().find(|v| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(*v)) {
+            return Err(ScheduleError::Internal(
+                Status::error(format!("plugin {name} returned an invalid score {bad}, should be in [0, 100]"))
+                    .with_plugin(name),
+            ));
+        }
+        for (t, v) in totals.iter_mut().zip(&normalized) {
+            *t += *v as f64 * weight;
+        }
+        columns.push(ScoreColumn { plugin: name, weight: *weight, raw, normalized });
+    }
+    Ok((columns, totals))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn feasible_nodes_to_find_matches_kube() {
+        // (percentage, nodes, expected)
+        let cases = [
+            (0, 50, 50),
+            (0, 99, 99),
+            (0, 100, 100),     // 49% of 100 = 49 → at least 100
+            (0, 500, 230),     // 50 - 4 = 46%
+            (0, 1000, 420),    // 42%
+            (0, 5000, 500),    // 10%
+            (0, 6000, 300),    // 50 - 48 = 2% → 5%
+            (0, 15000, 750),   // 5%
+            (100, 5000, 5000), // all
+            (30, 1000, 300),
+            (1, 1000, 100), // at least 100
+        ];
+        for (pct, nodes, want) in cases {
+            assert_eq!(num_feasible_nodes_to_find(pct, nodes), want, "pct={pct} nodes={nodes}");
+        }
+    }
+}

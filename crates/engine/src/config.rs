@@ -1,0 +1,531 @@
+//! The configuration file (DESIGN.md §3): YAML shaped like kube-scheduler's
+//! `KubeSchedulerConfiguration`. Loading validates everything and names the
+//! offending field by its path (`profiles[1].plugins.score.enabled[0].weight`).
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+pub const API_VERSION: &str = "gpu-scheduler.io/v1alpha1";
+pub const KIND: &str = "GpuSchedulerConfiguration";
+pub const DEFAULT_SCHEDULER_NAME: &str = "gpu-scheduler";
+
+/// A configuration problem: the field path and what is wrong with it.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("{path}: {message}")]
+pub struct ConfigError {
+    pub path: String,
+    pub message: String,
+}
+
+impl ConfigError {
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError { path: path.into(), message: message.into() }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Configuration {
+    pub api_version: String,
+    pub kind: String,
+    /// 0 (the default) means kube-scheduler's adaptive percentage; 100 scores every node.
+    #[serde(default)]
+    pub percentage_of_nodes_to_score: u32,
+    #[serde(default = "default_initial_backoff")]
+    pub pod_initial_backoff_seconds: u64,
+    #[serde(default = "default_max_backoff")]
+    pub pod_max_backoff_seconds: u64,
+    #[serde(default)]
+    pub client_connection: ClientConnection,
+    #[serde(default)]
+    pub leader_election: LeaderElection,
+    #[serde(default = "default_profiles")]
+    pub profiles: Vec<ProfileConfig>,
+}
+
+fn default_initial_backoff() -> u64 {
+    1
+}
+fn default_max_backoff() -> u64 {
+    10
+}
+fn default_profiles() -> Vec<ProfileConfig> {
+    vec![ProfileConfig::default()]
+}
+
+impl Default for Configuration {
+    fn default() -> Self {
+        Configuration {
+            api_version: API_VERSION.into(),
+            kind: KIND.into(),
+            percentage_of_nodes_to_score: 0,
+            pod_initial_backoff_seconds: default_initial_backoff(),
+            pod_max_backoff_seconds: default_max_backoff(),
+            client_connection: ClientConnection::default(),
+            leader_election: LeaderElection::default(),
+            profiles: default_profiles(),
+        }
+    }
+}
+
+/// Client-side rate limits towards the API server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ClientConnection {
+    #[serde(default = "default_qps")]
+    pub qps: f32,
+    #[serde(default = "default_burst")]
+    pub burst: u32,
+}
+
+fn default_qps() -> f32 {
+    50.0
+}
+fn default_burst() -> u32 {
+    100
+}
+
+impl Default for ClientConnection {
+    fn default() -> Self {
+        ClientConnection { qps: default_qps(), burst: default_burst() }
+    }
+}
+
+/// kube-scheduler's leader-election fields and defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LeaderElection {
+    #[serde(default = "yes")]
+    pub leader_elect: bool,
+    #[serde(default = "default_lease", with = "go_duration")]
+    pub lease_duration: Duration,
+    #[serde(default = "default_renew", with = "go_duration")]
+    pub renew_deadline: Duration,
+    #[serde(default = "default_retry", with = "go_duration")]
+    pub retry_period: Duration,
+    #[serde(default = "default_lock")]
+    pub resource_lock: String,
+    #[serde(default = "default_lease_name")]
+    pub resource_name: String,
+    #[serde(default = "default_lease_namespace")]
+    pub resource_namespace: String,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_lease() -> Duration {
+    Duration::from_secs(15)
+}
+fn default_renew() -> Duration {
+    Duration::from_secs(10)
+}
+fn default_retry() -> Duration {
+    Duration::from_secs(2)
+}
+fn default_lock() -> String {
+    "leases".into()
+}
+fn default_lease_name() -> String {
+    DEFAULT_SCHEDULER_NAME.into()
+}
+fn default_lease_namespace() -> String {
+    "kube-system".into()
+}
+
+impl Default for LeaderElection {
+    fn default() -> Self {
+        LeaderElection {
+            leader_elect: true,
+            lease_duration: default_lease(),
+            renew_deadline: default_renew(),
+            retry_period: default_retry(),
+            resource_lock: default_lock(),
+            resource_name: default_lease_name(),
+            resource_namespace: default_lease_namespace(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ProfileConfig {
+    #[serde(default = "default_scheduler_name")]
+    pub scheduler_name: String,
+    #[serde(default)]
+    pub plugins: PluginsConfig,
+    #[serde(default)]
+    pub plugin_config: Vec<PluginConfig>,
+    /// Overrides the global percentage for this profile.
+    #[serde(default)]
+    pub percentage_of_nodes_to_score: Option<u32>,
+}
+
+fn default_scheduler_name() -> String {
+    DEFAULT_SCHEDULER_NAME.into()
+}
+
+impl Default for ProfileConfig {
+    fn default() -> Self {
+        ProfileConfig {
+            scheduler_name: default_scheduler_name(),
+            plugins: PluginsConfig::default(),
+            plugin_config: Vec::new(),
+            percentage_of_nodes_to_score: None,
+        }
+    }
+}
+
+/// Plugins enabled and disabled per extension point; `multiPoint` applies
+/// to every point a plugin implements.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PluginsConfig {
+    #[serde(default)]
+    pub multi_point: PluginSet,
+    #[serde(default)]
+    pub pre_enqueue: PluginSet,
+    #[serde(default)]
+    pub queue_sort: PluginSet,
+    #[serde(default)]
+    pub pre_filter: PluginSet,
+    #[serde(default)]
+    pub filter: PluginSet,
+    #[serde(default)]
+    pub post_filter: PluginSet,
+    #[serde(default)]
+    pub pre_score: PluginSet,
+    #[serde(default)]
+    pub score: PluginSet,
+    #[serde(default)]
+    pub reserve: PluginSet,
+    #[serde(default)]
+    pub permit: PluginSet,
+    #[serde(default)]
+    pub pre_bind: PluginSet,
+    #[serde(default)]
+    pub bind: PluginSet,
+    #[serde(default)]
+    pub post_bind: PluginSet,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PluginSet {
+    #[serde(default)]
+    pub enabled: Vec<PluginRef>,
+    /// `name: "*"` disables every default plugin of the point.
+    #[serde(default)]
+    pub disabled: Vec<PluginRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PluginRef {
+    pub name: String,
+    /// Score weight; positive. Absent means the default (or 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PluginConfig {
+    pub name: String,
+    #[serde(default)]
+    pub args: serde_json::Value,
+}
+
+/// Parses a configuration from YAML and checks the parts that need no
+/// plugin registry. Profiles are checked against the registry when built
+/// (`crate::profile::build_profiles`).
+pub fn parse(yaml: &str) -> Result<Configuration, ConfigError> {
+    let de = serde_yaml_ng::Deserializer::from_str(yaml);
+    let cfg: Configuration = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        ConfigError::new(if path == "." { "(root)".to_string() } else { path }, e.into_inner().to_string())
+    })?;
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+impl Configuration {
+    /// Field checks that serde's types cannot express.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.api_version != API_VERSION {
+            return Err(ConfigError::new("apiVersion", format!("must be {API_VERSION:?}, not {:?}", self.api_version)));
+        }
+        if self.kind != KIND {
+            return Err(ConfigError::new("kind", format!("must be {KIND:?}, not {:?}", self.kind)));
+        }
+        check_percentage("percentageOfNodesToScore", self.percentage_of_nodes_to_score)?;
+        if self.pod_initial_backoff_seconds == 0 {
+            return Err(ConfigError::new("podInitialBackoffSeconds", "must be greater than 0"));
+        }
+        if self.pod_max_backoff_seconds < self.pod_initial_backoff_seconds {
+            return Err(ConfigError::new(
+                "podMaxBackoffSeconds",
+                "must be greater than or equal to podInitialBackoffSeconds",
+            ));
+        }
+        let cc = &self.client_connection;
+        if !cc.qps.is_finite() || cc.qps < 0.0 {
+            return Err(ConfigError::new("clientConnection.qps", "must be a non-negative number"));
+        }
+        self.leader_election.validate()?;
+        if self.profiles.is_empty() {
+            return Err(ConfigError::new("profiles", "at least one profile is required"));
+        }
+        let mut names = HashSet::new();
+        for (i, p) in self.profiles.iter().enumerate() {
+            let path = format!("profiles[{i}]");
+            if p.scheduler_name.is_empty() {
+                return Err(ConfigError::new(format!("{path}.schedulerName"), "must not be empty"));
+            }
+            if !names.insert(p.scheduler_name.as_str()) {
+                return Err(ConfigError::new(
+                    format!("{path}.schedulerName"),
+                    format!("duplicate schedulerName {:?}", p.scheduler_name),
+                ));
+            }
+            if let Some(pct) = p.percentage_of_nodes_to_score {
+                check_percentage(&format!("{path}.percentageOfNodesToScore"), pct)?;
+            }
+            p.plugins.validate_weights(&format!("{path}.plugins"))?;
+            let mut seen = HashSet::new();
+            for (j, pc) in p.plugin_config.iter().enumerate() {
+                if !seen.insert(pc.name.as_str()) {
+                    return Err(ConfigError::new(
+                        format!("{path}.pluginConfig[{j}].name"),
+                        format!("duplicate pluginConfig for plugin {:?}", pc.name),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_percentage(path: &str, v: u32) -> Result<(), ConfigError> {
+    if v > 100 {
+        return Err(ConfigError::new(path, format!("must be between 0 and 100, got {v}")));
+    }
+    Ok(())
+}
+
+impl LeaderElection {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let p = "leaderElection";
+        for (field, d) in [
+            ("leaseDuration", self.lease_duration),
+            ("renewDeadline", self.renew_deadline),
+            ("retryPeriod", self.retry_period),
+        ] {
+            if d.is_zero() {
+                return Err(ConfigError::new(format!("{p}.{field}"), "must be greater than zero"));
+            }
+        }
+        if self.lease_duration <= self.renew_deadline {
+            return Err(ConfigError::new(format!("{p}.leaseDuration"), "must be greater than renewDeadline"));
+        }
+        if self.resource_lock != "leases" {
+            return Err(ConfigError::new(
+                format!("{p}.resourceLock"),
+                format!("only \"leases\" is supported, not {:?}", self.resource_lock),
+            ));
+        }
+        if self.resource_name.is_empty() {
+            return Err(ConfigError::new(format!("{p}.resourceName"), "must not be empty"));
+        }
+        if self.resource_namespace.is_empty() {
+            return Err(ConfigError::new(format!("{p}.resourceNamespace"), "must not be empty"));
+        }
+        Ok(())
+    }
+}
+
+impl PluginsConfig {
+    /// Extension points in a fixed order, with their config field names.
+    pub fn points(&self) -> [(&'static str, &PluginSet); 13] {
+        [
+            ("multiPoint", &self.multi_point),
+            ("preEnqueue", &self.pre_enqueue),
+            ("queueSort", &self.queue_sort),
+            ("preFilter", &self.pre_filter),
+            ("filter", &self.filter),
+            ("postFilter", &self.post_filter),
+            ("preScore", &self.pre_score),
+            ("score", &self.score),
+            ("reserve", &self.reserve),
+            ("permit", &self.permit),
+            ("preBind", &self.pre_bind),
+            ("bind", &self.bind),
+            ("postBind", &self.post_bind),
+        ]
+    }
+
+    fn validate_weights(&self, path: &str) -> Result<(), ConfigError> {
+        for (point, set) in self.points() {
+            for (k, p) in set.enabled.iter().enumerate() {
+                let at = format!("{path}.{point}.enabled[{k}]");
+                if p.name.is_empty() {
+                    return Err(ConfigError::new(format!("{at}.name"), "must not be empty"));
+                }
+                if let Some(w) = p.weight {
+                    if !w.is_finite() || w <= 0.0 {
+                        return Err(ConfigError::new(
+                            format!("{at}.weight"),
+                            format!(
+                                "must be a positive number, got {w} (disable the plugin instead of weighting it 0)"
+                            ),
+                        ));
+                    }
+                    if point != "score" && point != "multiPoint" {
+                        return Err(ConfigError::new(format!("{at}.weight"), "weights apply only to score plugins"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Go-style durations (`15s`, `1m30s`, `500ms`, `2h`), as Kubernetes
+/// configuration writes them.
+pub mod go_duration {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn parse(s: &str) -> Result<Duration, String> {
+        let bad = || format!("invalid duration {s:?} (use e.g. \"15s\", \"1m30s\", \"500ms\")");
+        if s.is_empty() {
+            return Err(bad());
+        }
+        if s == "0" {
+            return Ok(Duration::ZERO);
+        }
+        let mut total = 0f64;
+        let mut rest = s;
+        while !rest.is_empty() {
+            let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
+            if num_len == 0 {
+                return Err(bad());
+            }
+            let n: f64 = rest[..num_len].parse().map_err(|_| bad())?;
+            rest = &rest[num_len..];
+            let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+            let scale = match &rest[..unit_len] {
+                "ns" => 1e-9,
+                "us" | "µs" => 1e-6,
+                "ms" => 1e-3,
+                "s" => 1.0,
+                "m" => 60.0,
+                "h" => 3600.0,
+                _ => return Err(bad()),
+            };
+            total += n * scale;
+            rest = &rest[unit_len..];
+        }
+        Ok(Duration::from_secs_f64(total))
+    }
+
+    pub fn format(d: &Duration) -> String {
+        let ms = d.as_millis();
+        if ms.is_multiple_of(1000) { format!("{}s", ms / 1000) } else { format!("{ms}ms") }
+    }
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format(d))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let s = String::deserialize(d)?;
+        parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A label map helper for configs written as `key: value` maps.
+pub type StringMap = BTreeMap<String, String>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = "apiVersion: gpu-scheduler.io/v1alpha1\nkind: GpuSchedulerConfiguration\n";
+
+    #[test]
+    fn defaults_when_minimal() {
+        let cfg = parse(HEAD).unwrap();
+        assert_eq!(cfg, Configuration::default());
+        assert_eq!(cfg.leader_election.lease_duration, Duration::from_secs(15));
+        assert_eq!(cfg.profiles[0].scheduler_name, "gpu-scheduler");
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let cases: &[(&str, &str, &str)] = &[
+            ("unknown top-level field", "bogus: 1\n", "bogus"),
+            ("wrong apiVersion", "", "apiVersion"),
+            ("percentage over 100", "percentageOfNodesToScore: 101\n", "percentageOfNodesToScore"),
+            ("non-numeric percentage", "percentageOfNodesToScore: lots\n", "percentageOfNodesToScore"),
+            (
+                "non-numeric weight",
+                "profiles:\n- plugins:\n    score:\n      enabled:\n      - name: X\n        weight: heavy\n",
+                "profiles[0].plugins.score.enabled[0].weight",
+            ),
+            (
+                "negative weight",
+                "profiles:\n- plugins:\n    score:\n      enabled:\n      - name: X\n        weight: -1\n",
+                "profiles[0].plugins.score.enabled[0].weight",
+            ),
+            (
+                "weight outside score",
+                "profiles:\n- plugins:\n    filter:\n      enabled:\n      - name: X\n        weight: 2\n",
+                "profiles[0].plugins.filter.enabled[0].weight",
+            ),
+            (
+                "duplicate schedulerName",
+                "profiles:\n- schedulerName: a\n- schedulerName: a\n",
+                "profiles[1].schedulerName",
+            ),
+            ("unknown profile field", "profiles:\n- schedulerNam: a\n", "profiles[0]"),
+            ("bad duration", "leaderElection:\n  leaseDuration: soon\n", "leaderElection.leaseDuration"),
+            (
+                "renew not below lease",
+                "leaderElection:\n  leaseDuration: 5s\n  renewDeadline: 10s\n",
+                "leaderElection.leaseDuration",
+            ),
+            ("resource lock", "leaderElection:\n  resourceLock: endpoints\n", "leaderElection.resourceLock"),
+            (
+                "duplicate pluginConfig",
+                "profiles:\n- pluginConfig:\n  - name: A\n  - name: A\n",
+                "profiles[0].pluginConfig[1].name",
+            ),
+            ("no profiles", "profiles: []\n", "profiles"),
+        ];
+        for (name, body, path) in cases {
+            let yaml = if *name == "wrong apiVersion" {
+                "apiVersion: v1\nkind: GpuSchedulerConfiguration\n".to_string()
+            } else {
+                format!("{HEAD}{body}")
+            };
+            let err = parse(&yaml).expect_err(name);
+            assert!(err.path.starts_with(path), "{name}: got {err}");
+        }
+    }
+
+    #[test]
+    fn durations() {
+        for (s, ms) in [("15s", 15_000), ("1m30s", 90_000), ("500ms", 500), ("1.5s", 1500), ("2h", 7_200_000), ("0", 0)]
+        {
+            assert_eq!(go_duration::parse(s).unwrap().as_millis(), ms, "{s}");
+        }
+        for s in ["", "s", "10", "10x", "-1s"] {
+            assert!(go_duration::parse(s).is_err(), "{s}");
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! Decision records: for every scheduling decision, why each node was
+//! rejected (plugin and reason) or how it scored (each plugin's raw,
+//! normalised and weighted score), and kube-scheduler's summary message
+//! for unschedulable pods.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::cache::NodeInfo;
+use crate::framework::{Code, Status};
+
+/// Why no node was found.
+#[derive(Debug, Clone)]
+pub struct FitError {
+    pub num_all_nodes: usize,
+    /// A PreFilter rejection applies to every node and replaces the histogram.
+    pub pre_filter: Option<Status>,
+    /// Nodes rejected by a Filter plugin.
+    pub rejected: Vec<(Arc<NodeInfo>, Status)>,
+    /// Nodes never evaluated because PreFilter narrowed the candidates; they
+    /// count under this status (kube's "absent nodes" status).
+    pub absent_status: Option<(usize, Status)>,
+    pub post_filter_msg: Option<String>,
+}
+
+impl FitError {
+    /// Plugins that rejected the pod: events they registered can requeue it.
+    pub fn unschedulable_plugins(&self) -> HashSet<&'static str> {
+        let mut set: HashSet<&'static str> = self.rejected.iter().map(|(_, s)| s.plugin).collect();
+        set.extend(self.pre_filter.iter().map(|s| s.plugin));
+        set.extend(self.absent_status.iter().map(|(_, s)| s.plugin));
+        set.retain(|p| !p.is_empty());
+        set
+    }
+
+    /// kube-scheduler's message: "0/5 nodes are available: 2 node(s) had
+    /// untolerated taint(s), 3 Insufficient cpu." — reasons counted and
+    /// sorted as strings, as kube does.
+    pub fn message(&self) -> String {
+        let mut msg = format!("0/{} nodes are available:", self.num_all_nodes);
+        if let Some(pf) = &self.pre_filter {
+            msg.push_str(&format!(" {}.", pf.message()));
+        } else {
+            let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+            for (_, s) in &self.rejected {
+                for r in &s.reasons {
+                    *counts.entry(r.as_ref()).or_default() += 1;
+                }
+            }
+            if let Some((n, s)) = &self.absent_status {
+                for r in &s.reasons {
+                    *counts.entry(r.as_ref()).or_default() += n;
+                }
+            }
+            let mut parts: Vec<String> = counts.iter().map(|(r, n)| format!("{n} {r}")).collect();
+            parts.sort();
+            if !parts.is_empty() {
+                msg.push_str(&format!(" {}.", parts.join(", ")));
+            }
+        }
+        if let Some(pf) = &self.post_filter_msg {
+            msg.push_str(&format!(" {pf}."));
+        }
+        msg
+    }
+}
+
+/// One score plugin's column of a decision.
+#[derive(Debug, Clone)]
+pub struct ScoreColumn {
+    pub plugin: &'static str,
+    pub weight: f64,
+    pub raw: Vec<i64>,
+    pub normalized: Vec<i64>,
+}
+
+/// The full record of one decision. Nodes are kept as shared NodeInfos,
+/// so recording costs no string copies in the hot path.
+#[derive(Debug, Clone, Default)]
+pub struct DecisionRecord {
+    pub pod: String,
+    pub profile: String,
+    pub node: Option<String>,
+    pub message: Option<String>,
+    pub total_nodes: usize,
+    pub evaluated_nodes: usize,
+    /// Nodes that passed every filter (those scored, in order).
+    pub feasible: Vec<Arc<NodeInfo>>,
+    pub rejected: Vec<(Arc<NodeInfo>, Status)>,
+    pub pre_filter_rejection: Option<Status>,
+    pub columns: Vec<ScoreColumn>,
+    pub totals: Vec<f64>,
+}
+
+/// A plugin's part of one node's score.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PluginScore {
+    pub plugin: String,
+    pub raw: i64,
+    pub normalized: i64,
+    pub weight: f64,
+    pub weighted: f64,
+}
+
+/// One node's line in an explanation.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeVerdict {
+    pub node: String,
+    /// `selected`, `feasible`, `rejected` or `not evaluated`.
+    pub verdict: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scores: Vec<PluginScore>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+}
+
+/// A serialisable explanation of one decision.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Explanation {
+    pub pod: String,
+    pub profile: String,
+    pub node: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    pub total_nodes: usize,
+    pub evaluated_nodes: usize,
+    pub feasible_nodes: usize,
+    pub nodes: Vec<NodeVerdict>,
+}
+
+impl DecisionRecord {
+    /// Expands the record into per-node verdicts: the selected node first,
+    /// then feasible nodes by total score, then rejected nodes.
+    pub fn explain(&self) -> Explanation {
+        let mut feasible: Vec<NodeVerdict> = self
+            .feasible
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let scores = self
+                    .columns
+                    .iter()
+                    .filter(|c| i < c.raw.len())
+                    .map(|c| PluginScore {
+                        plugin: c.plugin.to_string(),
+                        raw: c.raw[i],
+                        normalized: c.normalized[i],
+                        weight: c.weight,
+                        weighted: c.normalized[i] as f64 * c.weight,
+                    })
+                    .collect();
+                let selected = self.node.as_deref() == Some(n.name());
+                NodeVerdict {
+                    node: n.name().to_string(),
+                    verdict: if selected { "selected" } else { "feasible" }.into(),
+                    plugin: None,
+                    reasons: Vec::new(),
+                    scores,
+                    total: self.totals.get(i).copied(),
+                }
+            })
+            .collect();
+        feasible.sort_by(|a, b| {
+            (b.verdict == "selected")
+                .cmp(&(a.verdict == "selected"))
+                .then(b.total.unwrap_or(0.0).total_cmp(&a.total.unwrap_or(0.0)))
+                .then(a.node.cmp(&b.node))
+        });
+        let mut rejected: Vec<NodeVerdict> = self
+            .rejected
+            .iter()
+            .map(|(n, s)| NodeVerdict {
+                node: n.name().to_string(),
+                verdict: if s.code == Code::Error { "error" } else { "rejected" }.into(),
+                plugin: Some(s.plugin.to_string()),
+                reasons: s.reasons.iter().map(|r| r.to_string()).collect(),
+                scores: Vec::new(),
+                total: None,
+            })
+            .collect();
+        rejected.sort_by(|a, b| a.node.cmp(&b.node));
+        feasible.extend(rejected);
+        Explanation {
+            pod: self.pod.clone(),
+            profile: self.profile.clone(),
+            node: self.node.clone(),
+            message: self.message.clone(),
+            total_nodes: self.total_nodes,
+            evaluated_nodes: self.evaluated_nodes,
+            feasible_nodes: self.feasible.len(),
+            nodes: feasible,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::node;
+
+    fn info(name: &str) -> Arc<NodeInfo> {
+        Arc::new(NodeInfo::new(Arc::new(node(name).build())))
+    }
+
+    #[test]
+    fn message_counts_and_sorts_reasons_like_kube() {
+        let fit = |reasons: &[&'static str], plugin| {
+            let mut s = Status::unschedulable(reasons[0]).with_plugin(plugin);
+            s.reasons.extend(reasons[1..].iter().map(|r| (*r).into()));
+            s
+        };
+        let err = FitError {
+            num_all_nodes: 5,
+            pre_filter: None,
+            rejected: vec![
+                (info("a"), fit(&["Insufficient nvidia.com/gpu"], "NodeResourcesFit")),
+                (info("b"), fit(&["Insufficient nvidia.com/gpu", "Insufficient cpu"], "NodeResourcesFit")),
+                (info("c"), fit(&["Insufficient nvidia.com/gpu"], "NodeResourcesFit")),
+                (info("d"), fit(&["node(s) had untolerated taint(s)"], "TaintToleration")),
+                (info("e"), fit(&["node(s) had untolerated taint(s)"], "TaintToleration")),
+            ],
+            absent_status: None,
+            post_filter_msg: None,
+        };
+        assert_eq!(
+            err.message(),
+            "0/5 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s), 3 Insufficient nvidia.com/gpu."
+        );
+        assert_eq!(err.unschedulable_plugins(), ["NodeResourcesFit", "TaintToleration"].into());
+    }
+
+    #[test]
+    fn pre_filter_message_replaces_histogram() {
+        let err = FitError {
+            num_all_nodes: 3,
+            pre_filter: Some(Status::unresolvable("node(s) didn't match Pod's node affinity/selector")),
+            rejected: vec![],
+            absent_status: None,
+            post_filter_msg: None,
+        };
+        assert_eq!(err.message(), "0/3 nodes are available: node(s) didn't match Pod's node affinity/selector.");
+    }
+}

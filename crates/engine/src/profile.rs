@@ -1,0 +1,256 @@
+//! Profiles: the plugins of one `schedulerName`, per extension point, built
+//! from the defaults, the profile's `plugins` and `pluginConfig`, and the
+//! registry. Merging follows kube-scheduler: `multiPoint` first, then each
+//! point's own `disabled` (`*` = all) and `enabled` (weight overrides in
+//! place, new plugins appended).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::config::{ConfigError, Configuration, PluginSet, ProfileConfig};
+use crate::framework::Plugin;
+use crate::registry::Registry;
+
+/// A plugin the default profile enables at every point it implements, with its score weight.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DefaultPlugin {
+    pub name: &'static str,
+    pub weight: f64,
+}
+
+pub type PluginRef = Arc<dyn Plugin>;
+
+/// The plugins of one profile, in call order at each extension point.
+#[derive(Clone)]
+pub struct Profile {
+    pub scheduler_name: String,
+    pub percentage_of_nodes_to_score: Option<u32>,
+    pub pre_enqueue: Vec<PluginRef>,
+    pub queue_sort: PluginRef,
+    pub pre_filter: Vec<PluginRef>,
+    pub filter: Vec<PluginRef>,
+    pub post_filter: Vec<PluginRef>,
+    pub pre_score: Vec<PluginRef>,
+    /// Score plugins with their weights.
+    pub score: Vec<(PluginRef, f64)>,
+    pub reserve: Vec<PluginRef>,
+    pub permit: Vec<PluginRef>,
+    pub pre_bind: Vec<PluginRef>,
+    pub bind: Vec<PluginRef>,
+    pub post_bind: Vec<PluginRef>,
+}
+
+impl std::fmt::Debug for Profile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = |v: &[PluginRef]| v.iter().map(|p| p.name()).collect::<Vec<_>>();
+        f.debug_struct("Profile")
+            .field("scheduler_name", &self.scheduler_name)
+            .field("filter", &names(&self.filter))
+            .field("score", &self.score.iter().map(|(p, w)| (p.name(), *w)).collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Profile {
+    /// Every distinct plugin of the profile.
+    pub fn plugins(&self) -> Vec<PluginRef> {
+        let mut all: Vec<PluginRef> = Vec::new();
+        let lists = [
+            &self.pre_enqueue,
+            &self.pre_filter,
+            &self.filter,
+            &self.post_filter,
+            &self.pre_score,
+            &self.reserve,
+            &self.permit,
+            &self.pre_bind,
+            &self.bind,
+            &self.post_bind,
+        ];
+        let mut push = |p: &PluginRef| {
+            if !all.iter().any(|q| q.name() == p.name()) {
+                all.push(p.clone());
+            }
+        };
+        push(&self.queue_sort);
+        for list in lists {
+            list.iter().for_each(&mut push);
+        }
+        self.score.iter().for_each(|(p, _)| push(p));
+        all
+    }
+}
+
+/// Extension points, with the check that a plugin implements each.
+type Implements = fn(&dyn Plugin) -> bool;
+const POINTS: [(&str, Implements); 12] = [
+    ("preEnqueue", |p| p.as_pre_enqueue().is_some()),
+    ("queueSort", |p| p.as_queue_sort().is_some()),
+    ("preFilter", |p| p.as_pre_filter().is_some()),
+    ("filter", |p| p.as_filter().is_some()),
+    ("postFilter", |p| p.as_post_filter().is_some()),
+    ("preScore", |p| p.as_pre_score().is_some()),
+    ("score", |p| p.as_score().is_some()),
+    ("reserve", |p| p.as_reserve().is_some()),
+    ("permit", |p| p.as_permit().is_some()),
+    ("preBind", |p| p.as_pre_bind().is_some()),
+    ("bind", |p| p.as_bind().is_some()),
+    ("postBind", |p| p.as_post_bind().is_some()),
+];
+
+/// Builds every profile of `cfg`; all must agree on the queue sort plugin,
+/// since one queue serves them all.
+pub fn build_profiles(
+    cfg: &Configuration,
+    registry: &Registry,
+    defaults: &[DefaultPlugin],
+) -> Result<Vec<Profile>, ConfigError> {
+    let profiles: Vec<Profile> = cfg
+        .profiles
+        .iter()
+        .enumerate()
+        .map(|(i, p)| build_profile(p, &format!("profiles[{i}]"), registry, defaults))
+        .collect::<Result<_, _>>()?;
+    if let Some(first) = profiles.first() {
+        for (i, p) in profiles.iter().enumerate().skip(1) {
+            if p.queue_sort.name() != first.queue_sort.name() {
+                return Err(ConfigError::new(
+                    format!("profiles[{i}].plugins.queueSort"),
+                    "all profiles must use the same queue sort plugin",
+                ));
+            }
+        }
+    }
+    Ok(profiles)
+}
+
+fn build_profile(
+    cfg: &ProfileConfig,
+    path: &str,
+    registry: &Registry,
+    defaults: &[DefaultPlugin],
+) -> Result<Profile, ConfigError> {
+    // Args by plugin name, checked against the registry.
+    let mut args: BTreeMap<&str, (usize, &serde_json::Value)> = BTreeMap::new();
+    for (j, pc) in cfg.plugin_config.iter().enumerate() {
+        if registry.get(&pc.name).is_none() {
+            return Err(ConfigError::new(
+                format!("{path}.pluginConfig[{j}].name"),
+                format!("unknown plugin {:?}", pc.name),
+            ));
+        }
+        args.insert(pc.name.as_str(), (j, &pc.args));
+    }
+    let mut instances: BTreeMap<String, PluginRef> = BTreeMap::new();
+    let mut instance = |name: &str, at: &str| -> Result<PluginRef, ConfigError> {
+        if let Some(p) = instances.get(name) {
+            return Ok(p.clone());
+        }
+        let factory = registry.get(name).ok_or_else(|| ConfigError::new(at, format!("unknown plugin {name:?}")))?;
+        let (arg_path, value) = match args.get(name) {
+            Some((j, v)) => (format!("{path}.pluginConfig[{j}].args"), Some(*v)),
+            None => (format!("{path}.pluginConfig"), None),
+        };
+        let plugin = factory(value).map_err(|e| {
+            let p = if e.path.is_empty() { arg_path.clone() } else { format!("{arg_path}.{}", e.path) };
+            ConfigError::new(p, e.message)
+        })?;
+        instances.insert(name.to_string(), plugin.clone());
+        Ok(plugin)
+    };
+    // Build every plugin that has args, so bad args are reported even if the plugin is disabled.
+    for name in args.keys() {
+        instance(name, &format!("{path}.pluginConfig"))?;
+    }
+
+    let plugins_path = format!("{path}.plugins");
+    let mut multi: Vec<(String, f64)> = defaults.iter().map(|d| (d.name.to_string(), d.weight)).collect();
+    merge(&mut multi, &cfg.plugins.multi_point, &format!("{plugins_path}.multiPoint"), &mut |name, at| {
+        instance(name, at).map(|_| ())
+    })?;
+
+    let mut lists: BTreeMap<&str, Vec<(PluginRef, f64)>> = BTreeMap::new();
+    for ((point, implements), (cfg_point, set)) in POINTS.iter().zip(cfg.plugins.points().into_iter().skip(1)) {
+        debug_assert_eq!(point, &cfg_point);
+        let mut names: Vec<(String, f64)> = Vec::new();
+        for (name, w) in &multi {
+            let p = instance(name, &format!("{plugins_path}.multiPoint"))?;
+            if implements(p.as_ref()) {
+                names.push((name.clone(), *w));
+            }
+        }
+        let at = format!("{plugins_path}.{point}");
+        merge(&mut names, set, &at, &mut |name, at| {
+            let p = instance(name, at)?;
+            if implements(p.as_ref()) {
+                Ok(())
+            } else {
+                Err(ConfigError::new(at, format!("plugin {name:?} does not implement the {point} extension point")))
+            }
+        })?;
+        let resolved =
+            names.into_iter().map(|(n, w)| instance(&n, &at).map(|p| (p, w))).collect::<Result<Vec<_>, _>>()?;
+        lists.insert(point, resolved);
+    }
+    let score = lists.remove("score").unwrap_or_default();
+    let mut take = |point: &str| -> Vec<PluginRef> {
+        lists.remove(point).unwrap_or_default().into_iter().map(|(p, _)| p).collect()
+    };
+    let mut queue_sort = take("queueSort");
+    if queue_sort.len() != 1 {
+        return Err(ConfigError::new(
+            format!("{plugins_path}.queueSort"),
+            format!("exactly one queue sort plugin must be enabled, found {}", queue_sort.len()),
+        ));
+    }
+    let bind = take("bind");
+    if bind.is_empty() {
+        return Err(ConfigError::new(format!("{plugins_path}.bind"), "at least one bind plugin must be enabled"));
+    }
+    Ok(Profile {
+        scheduler_name: cfg.scheduler_name.clone(),
+        percentage_of_nodes_to_score: cfg.percentage_of_nodes_to_score,
+        pre_enqueue: take("preEnqueue"),
+        queue_sort: queue_sort.remove(0),
+        pre_filter: take("preFilter"),
+        filter: take("filter"),
+        post_filter: take("postFilter"),
+        pre_score: take("preScore"),
+        score,
+        reserve: take("reserve"),
+        permit: take("permit"),
+        pre_bind: take("preBind"),
+        bind,
+        post_bind: take("postBind"),
+    })
+}
+
+/// Applies one point's `disabled` then `enabled` to `list`.
+fn merge(
+    list: &mut Vec<(String, f64)>,
+    set: &PluginSet,
+    at: &str,
+    check: &mut dyn FnMut(&str, &str) -> Result<(), ConfigError>,
+) -> Result<(), ConfigError> {
+    for (k, d) in set.disabled.iter().enumerate() {
+        if d.name == "*" {
+            list.clear();
+        } else if list.iter().any(|(n, _)| *n == d.name) {
+            list.retain(|(n, _)| *n != d.name);
+        } else {
+            check(&d.name, &format!("{at}.disabled[{k}].name"))?;
+        }
+    }
+    for (k, e) in set.enabled.iter().enumerate() {
+        check(&e.name, &format!("{at}.enabled[{k}].name"))?;
+        match list.iter_mut().find(|(n, _)| *n == e.name) {
+            Some(entry) => {
+                if let Some(w) = e.weight {
+                    entry.1 = w;
+                }
+            }
+            None => list.push((e.name.clone(), e.weight.unwrap_or(1.0))),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,476 @@
+//! The scheduling queue, as kube-scheduler's: an active heap ordered by the
+//! QueueSort plugin, a backoff heap (1 s doubling to 10 s by default), and
+//! an unschedulable pool that cluster events drain selectively and that is
+//! flushed after 5 minutes. Time is passed in (milliseconds on the
+//! caller's clock); the queue reads no clock.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::framework::{ClusterEvent, Plugin};
+use crate::model::PodRef;
+
+/// Milliseconds on the caller's clock.
+pub type Millis = u64;
+
+/// How long a pod may stay unschedulable before it is retried anyway.
+pub const UNSCHEDULABLE_FLUSH_MS: Millis = 5 * 60 * 1000;
+
+/// A pod waiting to be scheduled, with its queue bookkeeping.
+#[derive(Debug, Clone)]
+pub struct QueuedPod {
+    pub pod: PodRef,
+    /// Arrival order, for FIFO among equal priorities.
+    pub seq: u64,
+    /// Scheduling attempts so far.
+    pub attempts: u32,
+    /// When it was first added (for the scheduling latency SLI).
+    pub first_seen: Millis,
+    /// When it entered its current sub-queue (or last failed).
+    pub timestamp: Millis,
+    /// Plugins that rejected it in the last attempt; events those plugins
+    /// registered move it back. Empty means any event (or an error).
+    pub unschedulable_plugins: HashSet<&'static str>,
+    /// The scheduling cycle of its last pop.
+    cycle: u64,
+}
+
+struct Active {
+    qp: QueuedPod,
+    sorter: Arc<dyn Plugin>,
+}
+
+impl PartialEq for Active {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Active {}
+impl PartialOrd for Active {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Active {
+    // BinaryHeap pops the greatest: "greater" means "scheduled first".
+    fn cmp(&self, other: &Self) -> Ordering {
+        let Some(sort) = self.sorter.as_queue_sort() else {
+            return other.qp.seq.cmp(&self.qp.seq);
+        };
+        if sort.less(&self.qp.pod, self.qp.seq, &other.qp.pod, other.qp.seq) {
+            Ordering::Greater
+        } else if sort.less(&other.qp.pod, other.qp.seq, &self.qp.pod, self.qp.seq) {
+            Ordering::Less
+        } else {
+            other.qp.seq.cmp(&self.qp.seq)
+        }
+    }
+}
+
+/// Where a pod is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Active,
+    Backoff,
+    Unschedulable,
+    InFlight,
+}
+
+/// Counts per sub-queue, for metrics and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueLengths {
+    pub active: usize,
+    pub backoff: usize,
+    pub unschedulable: usize,
+    pub in_flight: usize,
+}
+
+pub struct SchedulingQueue {
+    sorter: Arc<dyn Plugin>,
+    initial_backoff: Millis,
+    max_backoff: Millis,
+    active: BinaryHeap<Active>,
+    /// (expiry, seq, uid); stale entries (pod moved or gone) are skipped.
+    backoff: BinaryHeap<Reverse<(Millis, u64, String)>>,
+    /// Every pod known to the queue that is not in the active heap's
+    /// entries: backoff, unschedulable and in-flight pods.
+    parked: HashMap<String, QueuedPod>,
+    place: HashMap<String, Place>,
+    seq: u64,
+    cycle: u64,
+    /// The cycle in which the last move request (cluster event) happened:
+    /// a pod that failed in a cycle started before it retries with backoff
+    /// instead of waiting for another event.
+    move_request_cycle: u64,
+    /// Last time the unschedulable pool was scanned for stale pods.
+    last_leftover_scan: Millis,
+}
+
+/// How often the unschedulable pool is scanned for pods past the flush interval.
+const LEFTOVER_SCAN_MS: Millis = 30_000;
+
+impl SchedulingQueue {
+    pub fn new(sorter: Arc<dyn Plugin>, initial_backoff: Millis, max_backoff: Millis) -> Self {
+        SchedulingQueue {
+            sorter,
+            initial_backoff,
+            max_backoff,
+            active: BinaryHeap::new(),
+            backoff: BinaryHeap::new(),
+            parked: HashMap::new(),
+            place: HashMap::new(),
+            seq: 0,
+            cycle: 0,
+            move_request_cycle: 0,
+            last_leftover_scan: 0,
+        }
+    }
+
+    pub fn lengths(&self) -> QueueLengths {
+        let mut l = QueueLengths { active: self.active.len(), ..Default::default() };
+        for p in self.place.values() {
+            match p {
+                Place::Backoff => l.backoff += 1,
+                Place::Unschedulable => l.unschedulable += 1,
+                Place::InFlight => l.in_flight += 1,
+                Place::Active => {}
+            }
+        }
+        l
+    }
+
+    pub fn contains(&self, uid: &str) -> bool {
+        self.place.contains_key(uid)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.place.is_empty()
+    }
+
+    /// A new pending pod.
+    pub fn add(&mut self, pod: PodRef, now: Millis) {
+        if self.place.contains_key(&pod.uid) {
+            self.update(pod, now);
+            return;
+        }
+        self.seq += 1;
+        let qp = QueuedPod {
+            pod,
+            seq: self.seq,
+            attempts: 0,
+            first_seen: now,
+            timestamp: now,
+            unschedulable_plugins: HashSet::new(),
+            cycle: 0,
+        };
+        self.push_active(qp);
+    }
+
+    fn push_active(&mut self, qp: QueuedPod) {
+        self.place.insert(qp.pod.uid.clone(), Place::Active);
+        self.active.push(Active { qp, sorter: self.sorter.clone() });
+    }
+
+    /// A pending pod changed. In the active heap it is replaced lazily; a
+    /// parked pod gets the new object and, if unschedulable, another try.
+    pub fn update(&mut self, pod: PodRef, now: Millis) {
+        match self.place.get(&pod.uid).copied() {
+            None => self.add(pod, now),
+            Some(Place::Active) => {
+                let uid = pod.uid.clone();
+                let mut entries = std::mem::take(&mut self.active).into_vec();
+                if let Some(e) = entries.iter_mut().find(|e| e.qp.pod.uid == uid) {
+                    e.qp.pod = pod;
+                }
+                self.active = entries.into();
+            }
+            Some(Place::Unschedulable) => {
+                if let Some(mut qp) = self.parked.remove(&pod.uid) {
+                    qp.pod = pod;
+                    self.requeue(qp, now);
+                }
+            }
+            Some(Place::Backoff) | Some(Place::InFlight) => {
+                if let Some(qp) = self.parked.get_mut(&pod.uid) {
+                    qp.pod = pod;
+                }
+            }
+        }
+    }
+
+    /// The pod was deleted or bound elsewhere.
+    pub fn delete(&mut self, uid: &str) {
+        match self.place.remove(uid) {
+            Some(Place::Active) => {
+                let entries = std::mem::take(&mut self.active).into_vec();
+                self.active = entries.into_iter().filter(|e| e.qp.pod.uid != uid).collect();
+            }
+            Some(_) => {
+                self.parked.remove(uid);
+            }
+            None => {}
+        }
+    }
+
+    fn backoff_duration(&self, attempts: u32) -> Millis {
+        let shift = attempts.saturating_sub(1).min(32);
+        self.initial_backoff.saturating_mul(1u64 << shift).min(self.max_backoff)
+    }
+
+    fn backoff_expiry(&self, qp: &QueuedPod) -> Millis {
+        qp.timestamp + self.backoff_duration(qp.attempts)
+    }
+
+    /// Moves pods whose backoff expired, and pods unschedulable for longer
+    /// than the flush interval, to the active heap.
+    pub fn flush(&mut self, now: Millis) {
+        while let Some(Reverse((expiry, _, uid))) = self.backoff.peek().cloned() {
+            if expiry > now {
+                break;
+            }
+            self.backoff.pop();
+            if self.place.get(&uid) == Some(&Place::Backoff)
+                && let Some(qp) = self.parked.remove(&uid)
+            {
+                if self.backoff_expiry(&qp) <= now {
+                    self.push_active(qp);
+                } else {
+                    // Re-parked since this entry was made; its own entry is later.
+                    self.parked.insert(uid, qp);
+                }
+            }
+        }
+        // Scanning every parked pod per pop would be quadratic; like
+        // kube-scheduler, look for leftovers periodically.
+        if now < self.last_leftover_scan + LEFTOVER_SCAN_MS {
+            return;
+        }
+        self.last_leftover_scan = now;
+        let stale: Vec<String> = self
+            .place
+            .iter()
+            .filter(|(_, p)| **p == Place::Unschedulable)
+            .filter_map(|(uid, _)| self.parked.get(uid))
+            .filter(|qp| now.saturating_sub(qp.timestamp) >= UNSCHEDULABLE_FLUSH_MS)
+            .map(|qp| qp.pod.uid.clone())
+            .collect();
+        for uid in stale {
+            if let Some(qp) = self.parked.remove(&uid) {
+                self.requeue(qp, now);
+            }
+        }
+    }
+
+    /// The next pod to schedule, if any is active now.
+    pub fn pop(&mut self, now: Millis) -> Option<QueuedPod> {
+        self.flush(now);
+        loop {
+            let Active { mut qp, .. } = self.active.pop()?;
+            if self.place.get(&qp.pod.uid) != Some(&Place::Active) {
+                continue; // deleted while queued
+            }
+            self.cycle += 1;
+            qp.attempts += 1;
+            qp.cycle = self.cycle;
+            self.place.insert(qp.pod.uid.clone(), Place::InFlight);
+            self.parked.insert(qp.pod.uid.clone(), qp.clone());
+            return Some(qp);
+        }
+    }
+
+    /// The in-flight pod was placed (assumed): it leaves the queue.
+    pub fn done(&mut self, uid: &str) {
+        if self.place.get(uid) == Some(&Place::InFlight) {
+            self.place.remove(uid);
+            self.parked.remove(uid);
+        }
+    }
+
+    /// The in-flight pod could not be placed. `plugins` rejected it; with
+    /// none (an error), it retries after backoff. If a cluster event came
+    /// while it was being scheduled it also retries after backoff, since
+    /// that event may have been the one it needed.
+    pub fn add_unschedulable(&mut self, mut qp: QueuedPod, plugins: HashSet<&'static str>, now: Millis) {
+        if !self.place.contains_key(&qp.pod.uid) {
+            return; // deleted meanwhile
+        }
+        if let Some(current) = self.parked.get(&qp.pod.uid) {
+            qp.pod = current.pod.clone(); // keep updates that arrived in flight
+        }
+        qp.timestamp = now;
+        qp.unschedulable_plugins = plugins;
+        if qp.unschedulable_plugins.is_empty() || self.move_request_cycle >= qp.cycle {
+            self.push_backoff(qp);
+        } else {
+            self.place.insert(qp.pod.uid.clone(), Place::Unschedulable);
+            self.parked.insert(qp.pod.uid.clone(), qp);
+        }
+    }
+
+    /// Retries a pod after backoff (binding failed, internal error).
+    pub fn add_backoff(&mut self, mut qp: QueuedPod, now: Millis) {
+        qp.timestamp = now;
+        self.push_backoff(qp);
+    }
+
+    fn push_backoff(&mut self, qp: QueuedPod) {
+        let expiry = self.backoff_expiry(&qp);
+        self.backoff.push(Reverse((expiry, qp.seq, qp.pod.uid.clone())));
+        self.place.insert(qp.pod.uid.clone(), Place::Backoff);
+        self.parked.insert(qp.pod.uid.clone(), qp);
+    }
+
+    /// To backoff if still backing off, else active.
+    fn requeue(&mut self, qp: QueuedPod, now: Millis) {
+        if self.backoff_expiry(&qp) > now {
+            self.push_backoff(qp);
+        } else {
+            self.push_active(qp);
+        }
+    }
+
+    /// A cluster event: unschedulable pods that a plugin interested in it
+    /// rejected are moved back (`interested(plugin, event)`).
+    pub fn on_event(&mut self, event: ClusterEvent, now: Millis, interested: &dyn Fn(&str, &ClusterEvent) -> bool) {
+        self.move_request_cycle = self.cycle;
+        let movable: Vec<String> = self
+            .place
+            .iter()
+            .filter(|(_, p)| **p == Place::Unschedulable)
+            .filter_map(|(uid, _)| self.parked.get(uid))
+            .filter(|qp| {
+                qp.unschedulable_plugins.is_empty() || qp.unschedulable_plugins.iter().any(|p| interested(p, &event))
+            })
+            .map(|qp| qp.pod.uid.clone())
+            .collect();
+        for uid in movable {
+            if let Some(qp) = self.parked.remove(&uid) {
+                self.requeue(qp, now);
+            }
+        }
+    }
+
+    /// When the next pod in backoff becomes due, for a simulated clock to
+    /// jump to. (Unschedulable pods wait for events, or the 5-minute flush.)
+    pub fn next_backoff_expiry(&self) -> Option<Millis> {
+        self.parked
+            .values()
+            .filter(|qp| self.place.get(&qp.pod.uid) == Some(&Place::Backoff))
+            .map(|qp| self.backoff_expiry(qp))
+            .min()
+    }
+
+    /// Pods currently unschedulable (for reports).
+    pub fn unschedulable_pods(&self) -> Vec<&QueuedPod> {
+        self.parked.values().filter(|qp| self.place.get(&qp.pod.uid) == Some(&Place::Unschedulable)).collect()
+    }
+
+    /// Pods known to the queue but not in flight: active, backoff, unschedulable.
+    pub fn pending_pods(&self) -> Vec<PodRef> {
+        let mut v: Vec<PodRef> = self.active.iter().map(|a| a.qp.pod.clone()).collect();
+        v.extend(
+            self.parked
+                .values()
+                .filter(|qp| self.place.get(&qp.pod.uid) != Some(&Place::InFlight))
+                .map(|qp| qp.pod.clone()),
+        );
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::{EventAction, EventResource, QueueSortPlugin};
+    use crate::model::Pod;
+    use crate::testing::pod;
+
+    struct ByPriority;
+    impl Plugin for ByPriority {
+        fn name(&self) -> &'static str {
+            "ByPriority"
+        }
+        fn as_queue_sort(&self) -> Option<&dyn QueueSortPlugin> {
+            Some(self)
+        }
+    }
+    impl QueueSortPlugin for ByPriority {
+        fn less(&self, a: &Pod, a_seq: u64, b: &Pod, b_seq: u64) -> bool {
+            a.priority > b.priority || (a.priority == b.priority && a_seq < b_seq)
+        }
+    }
+
+    fn queue() -> SchedulingQueue {
+        SchedulingQueue::new(Arc::new(ByPriority), 1000, 10_000)
+    }
+
+    #[test]
+    fn active_orders_by_priority_then_arrival() {
+        let mut q = queue();
+        q.add(pod("low").priority(1).arc(), 0);
+        q.add(pod("high").priority(10).arc(), 0);
+        q.add(pod("low2").priority(1).arc(), 0);
+        let order: Vec<_> = std::iter::from_fn(|| q.pop(0).map(|qp| qp.pod.name.clone())).collect();
+        assert_eq!(order, ["high", "low", "low2"]);
+    }
+
+    #[test]
+    fn backoff_doubles_to_the_cap() {
+        let q = queue();
+        let got: Vec<_> = (1..=6).map(|a| q.backoff_duration(a)).collect();
+        assert_eq!(got, [1000, 2000, 4000, 8000, 10_000, 10_000]);
+    }
+
+    #[test]
+    fn unschedulable_moves_on_interesting_events_only() {
+        let mut q = queue();
+        q.add(pod("p").arc(), 0);
+        let qp = q.pop(0).unwrap();
+        q.add_unschedulable(qp, ["NodeResourcesFit"].into(), 0);
+        assert_eq!(q.lengths().unschedulable, 1);
+        let interested = |plugin: &str, e: &ClusterEvent| {
+            plugin == "NodeResourcesFit" && e.triggers(&ClusterEvent::any(EventResource::Node))
+        };
+        q.on_event(ClusterEvent::new(EventResource::Namespace, EventAction::Add), 500, &interested);
+        assert_eq!(q.lengths().unschedulable, 1);
+        q.on_event(ClusterEvent::new(EventResource::Node, EventAction::Add), 500, &interested);
+        // Still within its 1 s backoff: parked in backoff, then active after it.
+        assert_eq!(q.lengths().backoff, 1);
+        assert!(q.pop(999).is_none());
+        assert_eq!(q.next_backoff_expiry(), Some(1000));
+        assert_eq!(q.pop(1000).map(|qp| qp.attempts), Some(2));
+    }
+
+    #[test]
+    fn event_during_flight_sends_failure_to_backoff() {
+        let mut q = queue();
+        q.add(pod("p").arc(), 0);
+        let qp = q.pop(0).unwrap();
+        q.on_event(ClusterEvent::new(EventResource::Node, EventAction::Add), 0, &|_, _| true);
+        q.add_unschedulable(qp, ["X"].into(), 0);
+        assert_eq!(q.lengths().backoff, 1);
+    }
+
+    #[test]
+    fn unschedulable_flushed_after_five_minutes_at_the_next_scan() {
+        let mut q = queue();
+        q.add(pod("p").arc(), 0);
+        let qp = q.pop(0).unwrap();
+        q.add_unschedulable(qp, ["X"].into(), 0);
+        assert!(q.pop(UNSCHEDULABLE_FLUSH_MS - 1).is_none());
+        // Checked every 30 s, as kube-scheduler does.
+        assert!(q.pop(UNSCHEDULABLE_FLUSH_MS - 1 + LEFTOVER_SCAN_MS).is_some());
+    }
+
+    #[test]
+    fn delete_removes_everywhere() {
+        let mut q = queue();
+        q.add(pod("a").arc(), 0);
+        q.add(pod("b").arc(), 0);
+        q.delete("a");
+        assert_eq!(q.pop(0).map(|qp| qp.pod.name.clone()), Some("b".into()));
+        q.delete("b");
+        assert!(q.is_empty());
+    }
+}

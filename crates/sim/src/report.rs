@@ -1,0 +1,204 @@
+//! Rendering a simulation: the JSON contract of DESIGN.md §1 and a table
+//! for people, plus the per-node explanation of one decision.
+
+use serde_json::{Value, json};
+
+use engine::explain::Explanation;
+
+use crate::simulate::Simulation;
+
+/// The `--output json` object: `placements` in scheduling order (the
+/// contract), then a summary, node usage and, if asked, an explanation.
+pub fn to_json(sim: &Simulation, explain: Option<&Explanation>) -> Value {
+    let placements: Vec<Value> = sim
+        .placements
+        .iter()
+        .map(|p| {
+            let mut v = json!({"pod": p.pod, "node": p.node, "attempts": p.attempts, "priority": p.priority});
+            if let Some(r) = &p.reason {
+                v["reason"] = json!(r);
+            }
+            if let Some(s) = p.score {
+                v["score"] = json!(s);
+            }
+            v
+        })
+        .collect();
+    let placed = sim.placements.iter().filter(|p| p.node.is_some()).count();
+    let nodes: Vec<Value> = sim
+        .nodes
+        .iter()
+        .map(|n| {
+            json!({
+                "name": n.name,
+                "cpuMillis": {"requested": n.milli_cpu.0, "allocatable": n.milli_cpu.1},
+                "memoryBytes": {"requested": n.memory.0, "allocatable": n.memory.1},
+                "gpus": {"requested": n.gpu.0, "allocatable": n.gpu.1},
+                "pods": {"count": n.pods.0, "allocatable": n.pods.1},
+            })
+        })
+        .collect();
+    let mut out = json!({
+        "placements": placements,
+        "summary": {
+            "pending": sim.placements.len(),
+            "placed": placed,
+            "unplaced": sim.placements.len() - placed,
+            "existingPods": sim.existing_pods,
+            "otherSchedulerPods": sim.foreign_pods,
+            "ignoredObjects": sim.ignored_objects,
+        },
+        "nodes": nodes,
+        "seed": sim.seed,
+        "now": sim.now.to_string(),
+    });
+    if let Some(e) = explain {
+        out["explain"] = serde_json::to_value(e).unwrap_or(Value::Null);
+    }
+    out
+}
+
+/// Columns padded to their widest cell.
+fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let last = cells.len().saturating_sub(1);
+        let mut s = String::new();
+        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+            if i == last {
+                s.push_str(c);
+            } else {
+                s.push_str(&format!("{c:<w$}  ", w = *w));
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = line(header.iter().map(|h| h.to_string()).collect());
+    for r in rows {
+        out.push_str(&line(r.clone()));
+    }
+    out
+}
+
+fn cores(milli: i64) -> String {
+    if milli % 1000 == 0 { format!("{}", milli / 1000) } else { format!("{:.1}", milli as f64 / 1000.0) }
+}
+
+fn gib(bytes: i64) -> String {
+    let g = bytes as f64 / (1u64 << 30) as f64;
+    if g >= 10.0 { format!("{g:.0}Gi") } else { format!("{g:.1}Gi") }
+}
+
+fn pct(used: i64, total: i64) -> String {
+    if total <= 0 { "-".into() } else { format!("{:>3}%", used * 100 / total) }
+}
+
+/// The `--output table` report: placements, unplaced pods with the reason,
+/// then each node's use.
+pub fn to_table(sim: &Simulation) -> String {
+    let mut out = String::new();
+    let placed: Vec<_> = sim.placements.iter().filter(|p| p.node.is_some()).collect();
+    let unplaced: Vec<_> = sim.placements.iter().filter(|p| p.node.is_none()).collect();
+    out.push_str(&format!(
+        "Scheduled {} of {} pending pods ({} already running, {} for other schedulers).\n\n",
+        placed.len(),
+        sim.placements.len(),
+        sim.existing_pods,
+        sim.foreign_pods
+    ));
+    if !placed.is_empty() {
+        let rows: Vec<Vec<String>> = placed
+            .iter()
+            .map(|p| {
+                vec![
+                    p.pod.clone(),
+                    p.node.clone().unwrap_or_default(),
+                    p.score.map_or("-".into(), |s| format!("{s:.1}")),
+                ]
+            })
+            .collect();
+        out.push_str(&table(&["POD", "NODE", "SCORE"], &rows));
+        out.push('\n');
+    }
+    if !unplaced.is_empty() {
+        out.push_str(&format!("Unschedulable ({}):\n", unplaced.len()));
+        for p in &unplaced {
+            out.push_str(&format!("  {}\n    {}\n", p.pod, p.reason.as_deref().unwrap_or("no decision")));
+        }
+        out.push('\n');
+    }
+    let rows: Vec<Vec<String>> = sim
+        .nodes
+        .iter()
+        .map(|n| {
+            vec![
+                n.name.clone(),
+                format!("{}/{}", cores(n.milli_cpu.0), cores(n.milli_cpu.1)),
+                pct(n.milli_cpu.0, n.milli_cpu.1),
+                format!("{}/{}", gib(n.memory.0), gib(n.memory.1)),
+                pct(n.memory.0, n.memory.1),
+                if n.gpu.1 > 0 { format!("{}/{}", n.gpu.0, n.gpu.1) } else { "-".into() },
+                format!("{}/{}", n.pods.0, n.pods.1),
+            ]
+        })
+        .collect();
+    out.push_str(&table(&["NODE", "CPU", "", "MEMORY", "", "GPU", "PODS"], &rows));
+    out
+}
+
+/// One decision as a table: every node, its verdict, and per-plugin
+/// normalised × weight scores or the rejecting plugin and reason.
+pub fn explanation_table(e: &Explanation) -> String {
+    let mut out = format!(
+        "Decision for {} (profile {}): {}\n",
+        e.pod,
+        e.profile,
+        match &e.node {
+            Some(n) => format!("scheduled to {n}"),
+            None => "not scheduled".to_string(),
+        }
+    );
+    if let Some(m) = &e.message {
+        out.push_str(&format!("  {m}\n"));
+    }
+    out.push_str(&format!(
+        "{} nodes, {} evaluated, {} feasible.\n\n",
+        e.total_nodes, e.evaluated_nodes, e.feasible_nodes
+    ));
+    let mut plugins: Vec<String> = Vec::new();
+    for n in &e.nodes {
+        for s in &n.scores {
+            if !plugins.contains(&s.plugin) {
+                plugins.push(s.plugin.clone());
+            }
+        }
+    }
+    let mut header: Vec<&str> = vec!["NODE", "VERDICT", "TOTAL"];
+    header.extend(plugins.iter().map(String::as_str));
+    header.push("REASON");
+    let rows: Vec<Vec<String>> = e
+        .nodes
+        .iter()
+        .map(|n| {
+            let mut row = vec![n.node.clone(), n.verdict.clone(), n.total.map_or("-".into(), |t| format!("{t:.1}"))];
+            for p in &plugins {
+                row.push(match n.scores.iter().find(|s| &s.plugin == p) {
+                    Some(s) => format!("{}×{}={:.1} (raw {})", s.normalized, s.weight, s.weighted, s.raw),
+                    None => "-".into(),
+                });
+            }
+            row.push(match &n.plugin {
+                Some(p) => format!("{p}: {}", n.reasons.join(", ")),
+                None => String::new(),
+            });
+            row
+        })
+        .collect();
+    out.push_str(&table(&header, &rows));
+    out
+}

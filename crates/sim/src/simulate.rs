@@ -1,0 +1,371 @@
+//! Running the engine over manifests: nodes and bound pods become the
+//! cluster, pending pods of our profiles are queued in input order, and the
+//! same scheduler that `run` uses places them on a simulated clock.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use engine::cache::NodeInfo;
+use engine::config::{ConfigError, Configuration};
+use engine::convert;
+use engine::explain::{DecisionRecord, Explanation};
+use engine::framework::{Binder, Status};
+use engine::model::Pod;
+use engine::profile::{DefaultPlugin, build_profiles};
+use engine::queue::Millis;
+use engine::registry::Registry;
+use engine::scheduler::{CycleOutcome, Scheduler};
+use k8s_openapi::api::core::v1::Pod as K8sPod;
+use thiserror::Error;
+
+use crate::manifests::{ManifestError, Manifests, Object, Source};
+use crate::workloads::{self, ExpandedPod};
+
+/// Errors retried more often than this end the pod's simulation: in a
+/// cluster it would keep retrying, but no simulated event will fix it.
+const MAX_ERROR_ATTEMPTS: u32 = 5;
+
+#[derive(Debug, Error)]
+pub enum SimError {
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    #[error("configuration: {0}")]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Engine(String),
+}
+
+/// Simulation settings.
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    /// Seed for breaking score ties.
+    pub seed: u64,
+    /// The clock for time-dependent rules.
+    pub now: jiff::Timestamp,
+}
+
+/// Where one pending pod ended up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Placement {
+    /// `NAMESPACE/NAME`.
+    pub pod: String,
+    pub uid: String,
+    pub node: Option<String>,
+    /// Why it is unplaced (kube-scheduler's message).
+    pub reason: Option<String>,
+    pub attempts: u32,
+    pub priority: i32,
+    /// The decision's winning total score, when scores were computed.
+    pub score: Option<f64>,
+}
+
+/// A node's use after the simulation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeUsage {
+    pub name: String,
+    pub milli_cpu: (i64, i64),
+    pub memory: (i64, i64),
+    pub gpu: (i64, i64),
+    pub pods: (i64, i64),
+}
+
+pub struct Simulation {
+    pub placements: Vec<Placement>,
+    pub nodes: Vec<NodeUsage>,
+    /// Pods already bound in the input.
+    pub existing_pods: usize,
+    /// Pods for other schedulers, left alone.
+    pub foreign_pods: usize,
+    /// Objects of kinds that do not affect scheduling.
+    pub ignored_objects: usize,
+    pub records: HashMap<String, DecisionRecord>,
+    pub now: jiff::Timestamp,
+    pub seed: u64,
+}
+
+impl Simulation {
+    /// The explanation of a pod's last decision, by `NAMESPACE/NAME`.
+    pub fn explain(&self, pod: &str) -> Option<Explanation> {
+        self.records.get(pod).map(DecisionRecord::explain)
+    }
+}
+
+/// The simulated API: bindings always succeed.
+struct SimBinder;
+
+impl Binder for SimBinder {
+    fn bind(&self, _pod: &Pod, _node: &str) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A pod of the input with its provenance.
+struct InputPod {
+    source: Source,
+    /// Prefix of field paths in errors (`spec.template.` for workloads).
+    path: &'static str,
+    pod: K8sPod,
+    owner_selector: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
+}
+
+/// Simulates scheduling `manifests` with `cfg`. `progress(done, total)`
+/// is called as pending pods are decided.
+pub fn simulate(
+    manifests: &Manifests,
+    cfg: &Configuration,
+    registry: &Registry,
+    defaults: &[DefaultPlugin],
+    opts: &SimOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Simulation, SimError> {
+    let profiles = build_profiles(cfg, registry, defaults)?;
+    let mut sched = Scheduler::new(cfg, profiles, opts.seed).map_err(|e| SimError::Engine(e.to_string()))?;
+    let mut now: Millis = u64::try_from(opts.now.as_millisecond()).unwrap_or(0);
+
+    let mut priority_classes: HashMap<String, i32> = HashMap::new();
+    let mut global_default: Option<i32> = None;
+    let mut pods: Vec<InputPod> = Vec::new();
+    let mut node_names: HashSet<String> = HashSet::new();
+    let mut namespaces: HashSet<String> = HashSet::new();
+    for (source, obj) in &manifests.objects {
+        let field_err = |object: String, path: String, message: String| {
+            SimError::Manifest(ManifestError::Field { at: source.clone(), object, path, message })
+        };
+        match obj {
+            Object::Namespace(ns) => {
+                let name = ns.metadata.name.clone().unwrap_or_default();
+                let mut labels = ns.metadata.labels.clone().unwrap_or_default();
+                // The API server sets this label on every namespace.
+                labels.insert(NAMESPACE_NAME_LABEL.into(), name.clone());
+                sched.on_namespace(&name, labels, now);
+                namespaces.insert(name);
+            }
+            Object::PriorityClass(pc) => {
+                let name = pc.metadata.name.clone().unwrap_or_default();
+                priority_classes.insert(name, pc.value.unwrap_or(0));
+                if pc.global_default == Some(true) {
+                    global_default = Some(pc.value.unwrap_or(0));
+                }
+            }
+            Object::Node(n) => {
+                let node = convert::node_from_k8s(n).map_err(|e| {
+                    field_err(format!("Node {}", n.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
+                })?;
+                if !node_names.insert(node.name.clone()) {
+                    return Err(field_err(
+                        format!("Node {}", node.name),
+                        "metadata.name".into(),
+                        "duplicate node".into(),
+                    ));
+                }
+                sched.on_node_upsert(node, now);
+            }
+            Object::Pod(p) => {
+                pods.push(InputPod { source: source.clone(), path: "", pod: (**p).clone(), owner_selector: None })
+            }
+            Object::Deployment(d) => push_expanded(&mut pods, source, workloads::expand_deployment(d)),
+            Object::ReplicaSet(rs) => push_expanded(&mut pods, source, workloads::expand_replica_set(rs)),
+            Object::StatefulSet(ss) => push_expanded(&mut pods, source, workloads::expand_stateful_set(ss)),
+            Object::Job(j) => push_expanded(&mut pods, source, workloads::expand_job(j)),
+        }
+    }
+
+    // Convert every pod first, so errors come before any scheduling.
+    let mut converted: Vec<Pod> = Vec::with_capacity(pods.len());
+    let mut seen: HashMap<String, Source> = HashMap::new();
+    for input in &mut pods {
+        let key = format!(
+            "{}/{}",
+            input.pod.metadata.namespace.as_deref().unwrap_or("default"),
+            input.pod.metadata.name.as_deref().unwrap_or("")
+        );
+        let err = |path: String, message: String| {
+            SimError::Manifest(ManifestError::Field {
+                at: input.source.clone(),
+                object: format!("Pod {key}"),
+                path,
+                message,
+            })
+        };
+        if let Some(first) = seen.insert(key.clone(), input.source.clone()) {
+            return Err(err("metadata.name".into(), format!("duplicate pod (first defined in {first})")));
+        }
+        if let Some(spec) = input.pod.spec.as_mut()
+            && spec.priority.is_none()
+        {
+            match spec.priority_class_name.as_deref() {
+                Some(class) if !class.is_empty() => {
+                    if let Some(v) = priority_classes.get(class) {
+                        spec.priority = Some(*v);
+                    } else if !class.starts_with("system-") {
+                        return Err(err(
+                            format!("{}spec.priorityClassName", input.path),
+                            format!("no PriorityClass named {class:?}"),
+                        ));
+                    }
+                }
+                _ => spec.priority = global_default,
+            }
+        }
+        let mut pod =
+            convert::pod_from_k8s(&input.pod).map_err(|e| err(format!("{}{}", input.path, e.path), e.message))?;
+        if let Some(sel) = &input.owner_selector {
+            pod.owner_selector =
+                Some(convert::label_selector(sel, "spec.selector").map_err(|e| err(e.path, e.message))?);
+        }
+        converted.push(pod);
+    }
+
+    // Pods imply their namespaces, as a cluster would have them.
+    for pod in &converted {
+        if namespaces.insert(pod.namespace.clone()) {
+            sched.on_namespace(&pod.namespace, [(NAMESPACE_NAME_LABEL.to_string(), pod.namespace.clone())].into(), now);
+        }
+    }
+
+    let mut existing_pods = 0;
+    let mut foreign_pods = 0;
+    let mut order: Vec<String> = Vec::new();
+    let mut placements: HashMap<String, Placement> = HashMap::new();
+    let (bound, pending): (Vec<Pod>, Vec<Pod>) = converted.into_iter().partition(|p| p.node_name.is_some());
+    for pod in bound {
+        existing_pods += 1;
+        sched.on_pod_upsert(pod, now);
+    }
+    for pod in pending {
+        if !sched.responsible_for(&pod) {
+            foreign_pods += 1;
+            continue;
+        }
+        order.push(pod.uid.clone());
+        placements.insert(
+            pod.uid.clone(),
+            Placement {
+                pod: pod.key(),
+                uid: pod.uid.clone(),
+                node: None,
+                reason: None,
+                attempts: 0,
+                priority: pod.priority,
+                score: None,
+            },
+        );
+        sched.on_pod_upsert(pod, now);
+    }
+
+    let total = order.len();
+    let mut decided: HashSet<String> = HashSet::new();
+    let mut records: HashMap<String, DecisionRecord> = HashMap::new();
+    loop {
+        let Some(outcome) = sched.schedule_one(now) else {
+            match sched.queue().next_backoff_expiry() {
+                Some(t) => {
+                    now = now.max(t);
+                    continue;
+                }
+                None => break,
+            }
+        };
+        match outcome {
+            CycleOutcome::Assumed(mut task) => {
+                let status: Status = task.bind(&SimBinder);
+                let bound = (*task.pod).clone();
+                let uid = bound.uid.clone();
+                let node = task.node.clone();
+                let score = best_score(&task.record);
+                let record = std::mem::take(&mut task.record);
+                let ok = status.is_success();
+                sched.finish_binding(*task, &status, now);
+                if let Some(p) = placements.get_mut(&uid) {
+                    p.attempts += 1;
+                    if ok {
+                        p.node = Some(node);
+                        p.reason = None;
+                        p.score = score;
+                    } else {
+                        p.reason = Some(format!("binding failed: {}", status.message()));
+                    }
+                }
+                records.insert(record.pod.clone(), record);
+                if ok {
+                    sched.on_pod_upsert(bound, now);
+                    decided.insert(uid);
+                }
+            }
+            CycleOutcome::Failed(f) => {
+                let uid = f.pod.uid.clone();
+                if let Some(p) = placements.get_mut(&uid) {
+                    p.attempts += 1;
+                    p.reason = Some(f.message.clone());
+                    if !f.unschedulable && p.attempts >= MAX_ERROR_ATTEMPTS {
+                        sched.on_pod_delete(&uid, now);
+                    }
+                }
+                records.insert(f.record.pod.clone(), f.record);
+                decided.insert(uid);
+            }
+        }
+        progress(decided.len().min(total), total);
+    }
+    for pod in sched.gated_pods() {
+        if let Some(p) = placements.get_mut(&pod.uid) {
+            p.reason = Some(format!(
+                "Scheduling is blocked due to non-empty scheduling gates: {}",
+                pod.scheduling_gates.join(", ")
+            ));
+        }
+    }
+
+    let nodes = usage(&sched);
+    Ok(Simulation {
+        placements: order.iter().filter_map(|uid| placements.remove(uid)).collect(),
+        nodes,
+        existing_pods,
+        foreign_pods,
+        ignored_objects: manifests.ignored.len(),
+        records,
+        now: opts.now,
+        seed: opts.seed,
+    })
+}
+
+fn push_expanded(pods: &mut Vec<InputPod>, source: &Source, expanded: Vec<ExpandedPod>) {
+    pods.extend(expanded.into_iter().map(|e| InputPod {
+        source: source.clone(),
+        path: if e.template_path == "spec.template" { "spec.template." } else { "" },
+        pod: e.pod,
+        owner_selector: e.owner_selector,
+    }));
+}
+
+fn best_score(record: &DecisionRecord) -> Option<f64> {
+    let node = record.node.as_deref()?;
+    let i = record.feasible.iter().position(|n| n.name() == node)?;
+    record.totals.get(i).copied()
+}
+
+const GPU: &str = "nvidia.com/gpu";
+const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+fn usage(sched: &Scheduler) -> Vec<NodeUsage> {
+    let mut snap = engine::cache::Snapshot::new();
+    sched.cache().update_snapshot(&mut snap);
+    let mut by_name: BTreeMap<&str, &Arc<NodeInfo>> = BTreeMap::new();
+    for n in snap.nodes() {
+        by_name.insert(n.name(), n);
+    }
+    by_name
+        .values()
+        .map(|n| {
+            let a = &n.node.allocatable;
+            let r = &n.requested;
+            NodeUsage {
+                name: n.name().to_string(),
+                milli_cpu: (r.milli_cpu, a.milli_cpu),
+                memory: (r.memory, a.memory),
+                gpu: (r.get(GPU), a.get(GPU)),
+                pods: (n.pods.len() as i64, a.allowed_pod_number),
+            }
+        })
+        .collect()
+}
