@@ -131,7 +131,7 @@ fn build_profile(
     defaults: &[DefaultPlugin],
 ) -> Result<Profile, ConfigError> {
     // Args by plugin name, checked against the registry.
-    let mut args: BTreeMap<&str, (usize, &serde_json::Value)> = BTreeMap::new();
+    let mut args: BTreeMap<&str, (usize, serde_json::Value)> = BTreeMap::new();
     for (j, pc) in cfg.plugin_config.iter().enumerate() {
         if registry.get(&pc.name).is_none() {
             return Err(ConfigError::new(
@@ -139,7 +139,7 @@ fn build_profile(
                 format!("unknown plugin {:?}", pc.name),
             ));
         }
-        args.insert(pc.name.as_str(), (j, &pc.args));
+        args.insert(pc.name.as_str(), (j, strip_type_meta(&pc.args)));
     }
     let mut instances: BTreeMap<String, PluginRef> = BTreeMap::new();
     let mut instance = |name: &str, at: &str| -> Result<PluginRef, ConfigError> {
@@ -148,7 +148,7 @@ fn build_profile(
         }
         let factory = registry.get(name).ok_or_else(|| ConfigError::new(at, format!("unknown plugin {name:?}")))?;
         let (arg_path, value) = match args.get(name) {
-            Some((j, v)) => (format!("{path}.pluginConfig[{j}].args"), Some(*v)),
+            Some((j, v)) => (format!("{path}.pluginConfig[{j}].args"), Some(v)),
             None => (format!("{path}.pluginConfig"), None),
         };
         let plugin = factory(value).map_err(|e| {
@@ -223,6 +223,18 @@ fn build_profile(
         bind,
         post_bind: take("postBind"),
     })
+}
+
+/// Args copied from a kube-scheduler configuration may carry their own
+/// `apiVersion` and `kind` (`NodeResourcesFitArgs`); they say nothing the
+/// plugin name does not, so they are accepted and dropped.
+fn strip_type_meta(args: &serde_json::Value) -> serde_json::Value {
+    let mut args = args.clone();
+    if let Some(obj) = args.as_object_mut() {
+        obj.remove("apiVersion");
+        obj.remove("kind");
+    }
+    args
 }
 
 /// Applies one point's `disabled` then `enabled` to `list`.

@@ -152,4 +152,11 @@ mod tests {
         assert!(p.score.iter().all(|(p, _)| p.name() != "NodeResourcesBalancedAllocation"));
         assert_eq!(p.score.iter().find(|(p, _)| p.name() == "TaintToleration").map(|(_, w)| *w), Some(0.5));
     }
+
+    #[test]
+    fn kube_style_args_with_type_meta_are_accepted() {
+        let yaml = "apiVersion: gpu-scheduler.io/v1alpha1\nkind: GpuSchedulerConfiguration\nprofiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      apiVersion: kubescheduler.config.k8s.io/v1\n      kind: NodeResourcesFitArgs\n      scoringStrategy:\n        type: MostAllocated\n";
+        let cfg = config::parse(yaml).unwrap();
+        build_profiles(&cfg, &registry(), &default_plugins()).unwrap();
+    }
 }

@@ -263,7 +263,7 @@ mod tests {
             ),
             ("metadata: {name: j}\nspec:\n  parallelism: 4\n  completions: 2\n", 2),
             ("metadata: {name: j}\nspec:\n  parallelism: 3\n", 3),
-            ("metadata: {name: j}\nspec: {}\n", 1),
+            ("metadata: {name: j}\nspec:\n  backoffLimit: 1\n", 1),
         ];
         for (i, (yaml, want)) in cases.iter().enumerate() {
             let text = format!("{yaml}{TEMPLATE}");
