@@ -151,7 +151,7 @@ fn simulate(args: SimulateArgs) -> Result<(), Exit> {
         });
         b.set_position(done as u64);
     };
-    let opts = SimOptions { seed: args.seed, now };
+    let opts = SimOptions { seed: args.seed, now, explain: args.explain.clone() };
     let result =
         sim::simulate(&manifests, &cfg, &plugins::registry(), &plugins::default_plugins(), &opts, &mut progress);
     if let Some(b) = bar.take() {
@@ -160,7 +160,7 @@ fn simulate(args: SimulateArgs) -> Result<(), Exit> {
     let simulation = result?;
 
     let explanation = match &args.explain {
-        Some(pod) => Some(simulation.explain(pod).ok_or_else(|| {
+        Some(pod) => Some(simulation.explanation().ok_or_else(|| {
             bad_config(anyhow::anyhow!(
                 "--explain {pod}: no pending pod of ours with that NAMESPACE/NAME was scheduled"
             ))

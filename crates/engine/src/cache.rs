@@ -12,13 +12,15 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
-use crate::model::{HostPort, LABEL_REGION, LABEL_ZONE, Labels, Node, NodeRef, PodRef};
+use crate::model::{HostPort, LABEL_REGION, LABEL_ZONE, Labels, Node, PodRef};
 use crate::resources::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, Resources};
 
 /// The aggregated state of one node: the node and the pods on it.
 #[derive(Debug, Clone)]
 pub struct NodeInfo {
-    pub node: NodeRef,
+    /// The node itself, inline: the filters read it first for every node,
+    /// and one pointer fewer is one cache miss fewer in the hot path.
+    pub node: Node,
     /// False for a placeholder made because pods name a node not (yet) seen.
     pub has_node: bool,
     pub pods: Vec<PodRef>,
@@ -37,7 +39,7 @@ pub struct NodeInfo {
 }
 
 impl NodeInfo {
-    pub fn new(node: NodeRef) -> Self {
+    pub fn new(node: Node) -> Self {
         NodeInfo {
             node,
             has_node: true,
@@ -148,7 +150,7 @@ impl Cache {
         let generation = self.generation;
         let entry = self.nodes.entry(name.to_string()).or_insert_with(|| {
             // Pods may arrive before their node: keep them on a placeholder.
-            let mut info = NodeInfo::new(Arc::new(Node { name: name.to_string(), ..Default::default() }));
+            let mut info = NodeInfo::new(Node { name: name.to_string(), ..Default::default() });
             info.has_node = false;
             Arc::new(info)
         });
@@ -182,7 +184,7 @@ impl Cache {
         };
         let name = node.name.clone();
         let info = self.touch(&name);
-        info.node = Arc::new(node);
+        info.node = node;
         info.has_node = true;
         if set_changed {
             self.node_set_generation += 1;

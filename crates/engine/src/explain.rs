@@ -207,7 +207,7 @@ mod tests {
     use crate::testing::node;
 
     fn info(name: &str) -> Arc<NodeInfo> {
-        Arc::new(NodeInfo::new(Arc::new(node(name).build())))
+        Arc::new(NodeInfo::new(node(name).build()))
     }
 
     #[test]

@@ -97,6 +97,8 @@ pub struct SchedulingQueue {
     /// entries: backoff, unschedulable and in-flight pods.
     parked: HashMap<String, QueuedPod>,
     place: HashMap<String, Place>,
+    /// The uids whose place is Unschedulable: events scan only these.
+    unschedulable: HashSet<String>,
     seq: u64,
     cycle: u64,
     /// The cycle in which the last move request (cluster event) happened:
@@ -120,10 +122,28 @@ impl SchedulingQueue {
             backoff: BinaryHeap::new(),
             parked: HashMap::new(),
             place: HashMap::new(),
+            unschedulable: HashSet::new(),
             seq: 0,
             cycle: 0,
             move_request_cycle: 0,
             last_leftover_scan: 0,
+        }
+    }
+
+    /// Records where a pod is (None: gone), keeping the unschedulable index.
+    fn set_place(&mut self, uid: &str, place: Option<Place>) {
+        let old = match place {
+            Some(p) => self.place.insert(uid.to_string(), p),
+            None => self.place.remove(uid),
+        };
+        match (old == Some(Place::Unschedulable), place == Some(Place::Unschedulable)) {
+            (false, true) => {
+                self.unschedulable.insert(uid.to_string());
+            }
+            (true, false) => {
+                self.unschedulable.remove(uid);
+            }
+            _ => {}
         }
     }
 
@@ -168,7 +188,7 @@ impl SchedulingQueue {
     }
 
     fn push_active(&mut self, qp: QueuedPod) {
-        self.place.insert(qp.pod.uid.clone(), Place::Active);
+        self.set_place(&qp.pod.uid, Some(Place::Active));
         self.active.push(Active { qp, sorter: self.sorter.clone() });
     }
 
@@ -201,7 +221,9 @@ impl SchedulingQueue {
 
     /// The pod was deleted or bound elsewhere.
     pub fn delete(&mut self, uid: &str) {
-        match self.place.remove(uid) {
+        let old = self.place.get(uid).copied();
+        self.set_place(uid, None);
+        match old {
             Some(Place::Active) => {
                 let entries = std::mem::take(&mut self.active).into_vec();
                 self.active = entries.into_iter().filter(|e| e.qp.pod.uid != uid).collect();
@@ -248,10 +270,9 @@ impl SchedulingQueue {
         }
         self.last_leftover_scan = now;
         let stale: Vec<String> = self
-            .place
+            .unschedulable
             .iter()
-            .filter(|(_, p)| **p == Place::Unschedulable)
-            .filter_map(|(uid, _)| self.parked.get(uid))
+            .filter_map(|uid| self.parked.get(uid))
             .filter(|qp| now.saturating_sub(qp.timestamp) >= UNSCHEDULABLE_FLUSH_MS)
             .map(|qp| qp.pod.uid.clone())
             .collect();
@@ -273,7 +294,7 @@ impl SchedulingQueue {
             self.cycle += 1;
             qp.attempts += 1;
             qp.cycle = self.cycle;
-            self.place.insert(qp.pod.uid.clone(), Place::InFlight);
+            self.set_place(&qp.pod.uid, Some(Place::InFlight));
             self.parked.insert(qp.pod.uid.clone(), qp.clone());
             return Some(qp);
         }
@@ -282,7 +303,7 @@ impl SchedulingQueue {
     /// The in-flight pod was placed (assumed): it leaves the queue.
     pub fn done(&mut self, uid: &str) {
         if self.place.get(uid) == Some(&Place::InFlight) {
-            self.place.remove(uid);
+            self.set_place(uid, None);
             self.parked.remove(uid);
         }
     }
@@ -303,7 +324,7 @@ impl SchedulingQueue {
         if qp.unschedulable_plugins.is_empty() || self.move_request_cycle >= qp.cycle {
             self.push_backoff(qp);
         } else {
-            self.place.insert(qp.pod.uid.clone(), Place::Unschedulable);
+            self.set_place(&qp.pod.uid, Some(Place::Unschedulable));
             self.parked.insert(qp.pod.uid.clone(), qp);
         }
     }
@@ -317,7 +338,7 @@ impl SchedulingQueue {
     fn push_backoff(&mut self, qp: QueuedPod) {
         let expiry = self.backoff_expiry(&qp);
         self.backoff.push(Reverse((expiry, qp.seq, qp.pod.uid.clone())));
-        self.place.insert(qp.pod.uid.clone(), Place::Backoff);
+        self.set_place(&qp.pod.uid, Some(Place::Backoff));
         self.parked.insert(qp.pod.uid.clone(), qp);
     }
 
@@ -335,10 +356,9 @@ impl SchedulingQueue {
     pub fn on_event(&mut self, event: ClusterEvent, now: Millis, interested: &dyn Fn(&str, &ClusterEvent) -> bool) {
         self.move_request_cycle = self.cycle;
         let movable: Vec<String> = self
-            .place
+            .unschedulable
             .iter()
-            .filter(|(_, p)| **p == Place::Unschedulable)
-            .filter_map(|(uid, _)| self.parked.get(uid))
+            .filter_map(|uid| self.parked.get(uid))
             .filter(|qp| {
                 qp.unschedulable_plugins.is_empty() || qp.unschedulable_plugins.iter().any(|p| interested(p, &event))
             })
@@ -363,7 +383,7 @@ impl SchedulingQueue {
 
     /// Pods currently unschedulable (for reports).
     pub fn unschedulable_pods(&self) -> Vec<&QueuedPod> {
-        self.parked.values().filter(|qp| self.place.get(&qp.pod.uid) == Some(&Place::Unschedulable)).collect()
+        self.unschedulable.iter().filter_map(|uid| self.parked.get(uid)).collect()
     }
 
     /// Pods known to the queue but not in flight: active, backoff, unschedulable.

@@ -453,7 +453,7 @@ mod tests {
     }
 
     fn info(n: NodeBuilder) -> NodeInfo {
-        NodeInfo::new(Arc::new(n.build()))
+        NodeInfo::new(n.build())
     }
 
     fn plugin(args: serde_json::Value) -> NodeAffinity {

@@ -70,7 +70,7 @@ mod tests {
         ];
         for (name, want_node, on, want) in cases {
             let p = pod("p").with(|p| p.node_name = want_node.map(str::to_string)).build();
-            let info = NodeInfo::new(Arc::new(node(on).build()));
+            let info = NodeInfo::new(node(on).build());
             let s = NodeName.filter(&CycleState::new(), &p, &info);
             if want {
                 assert!(s.is_success(), "{name}: {s:?}");

@@ -95,7 +95,7 @@ mod tests {
             if cordoned {
                 n = n.unschedulable();
             }
-            let info = NodeInfo::new(Arc::new(n.build()));
+            let info = NodeInfo::new(n.build());
             let s = NodeUnschedulable.filter(&CycleState::new(), &p.build(), &info);
             if want {
                 assert!(s.is_success(), "{name}: {s:?}");
@@ -110,7 +110,7 @@ mod tests {
     fn a_taint_on_the_node_is_not_this_plugins_business() {
         // The taint itself is TaintToleration's; this plugin reads only spec.unschedulable.
         let n = node("n").taint(TAINT_NODE_UNSCHEDULABLE, "", TaintEffect::NoSchedule).build();
-        let info = NodeInfo::new(Arc::new(n));
+        let info = NodeInfo::new(n);
         assert!(NodeUnschedulable.filter(&CycleState::new(), &pod("p").build(), &info).is_success());
     }
 

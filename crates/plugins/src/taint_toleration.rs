@@ -101,7 +101,7 @@ mod tests {
     use engine::testing::{NodeBuilder, PodBuilder, node, pod};
 
     fn info(n: NodeBuilder) -> NodeInfo {
-        NodeInfo::new(Arc::new(n.build()))
+        NodeInfo::new(n.build())
     }
 
     #[test]

@@ -42,6 +42,10 @@ pub struct SimOptions {
     pub seed: u64,
     /// The clock for time-dependent rules.
     pub now: jiff::Timestamp,
+    /// Keep the full decision record of this pod (`NAMESPACE/NAME`); the
+    /// others are dropped as soon as their summary is taken, since a
+    /// record holds the cluster state it saw.
+    pub explain: Option<String>,
 }
 
 /// Where one pending pod ended up.
@@ -78,15 +82,16 @@ pub struct Simulation {
     pub foreign_pods: usize,
     /// Objects of kinds that do not affect scheduling.
     pub ignored_objects: usize,
-    pub records: HashMap<String, DecisionRecord>,
+    /// The record of `SimOptions::explain`'s pod, if it was decided.
+    pub record: Option<DecisionRecord>,
     pub now: jiff::Timestamp,
     pub seed: u64,
 }
 
 impl Simulation {
-    /// The explanation of a pod's last decision, by `NAMESPACE/NAME`.
-    pub fn explain(&self, pod: &str) -> Option<Explanation> {
-        self.records.get(pod).map(DecisionRecord::explain)
+    /// The explanation of the last decision for the pod named in `SimOptions::explain`.
+    pub fn explanation(&self) -> Option<Explanation> {
+        self.record.as_ref().map(DecisionRecord::explain)
     }
 }
 
@@ -116,7 +121,22 @@ pub fn simulate(
     registry: &Registry,
     defaults: &[DefaultPlugin],
     opts: &SimOptions,
-    progress: &mut dyn FnMut(usize, usize),
+    progress: &mut (dyn FnMut(usize, usize) + Send),
+) -> Result<Simulation, SimError> {
+    // The loop runs on a pool thread, so the engine's parallel filtering
+    // and scoring split work inside the pool instead of handing every
+    // cycle over from an outside thread and waiting for it.
+    let pool = rayon::ThreadPoolBuilder::new().build().map_err(|e| SimError::Engine(e.to_string()))?;
+    pool.install(|| simulate_in_pool(manifests, cfg, registry, defaults, opts, progress))
+}
+
+fn simulate_in_pool(
+    manifests: &Manifests,
+    cfg: &Configuration,
+    registry: &Registry,
+    defaults: &[DefaultPlugin],
+    opts: &SimOptions,
+    progress: &mut (dyn FnMut(usize, usize) + Send),
 ) -> Result<Simulation, SimError> {
     let profiles = build_profiles(cfg, registry, defaults)?;
     let mut sched = Scheduler::new(cfg, profiles, opts.seed).map_err(|e| SimError::Engine(e.to_string()))?;
@@ -255,7 +275,12 @@ pub fn simulate(
 
     let total = order.len();
     let mut decided: HashSet<String> = HashSet::new();
-    let mut records: HashMap<String, DecisionRecord> = HashMap::new();
+    let mut kept: Option<DecisionRecord> = None;
+    let mut keep = |record: DecisionRecord| {
+        if opts.explain.as_deref() == Some(record.pod.as_str()) {
+            kept = Some(record);
+        }
+    };
     loop {
         let Some(outcome) = sched.schedule_one(now) else {
             match sched.queue().next_backoff_expiry() {
@@ -286,7 +311,7 @@ pub fn simulate(
                         p.reason = Some(format!("binding failed: {}", status.message()));
                     }
                 }
-                records.insert(record.pod.clone(), record);
+                keep(record);
                 if ok {
                     sched.on_pod_upsert(bound, now);
                     decided.insert(uid);
@@ -301,7 +326,7 @@ pub fn simulate(
                         sched.on_pod_delete(&uid, now);
                     }
                 }
-                records.insert(f.record.pod.clone(), f.record);
+                keep(f.record);
                 decided.insert(uid);
             }
         }
@@ -323,7 +348,7 @@ pub fn simulate(
         existing_pods,
         foreign_pods,
         ignored_objects: manifests.ignored.len(),
-        records,
+        record: kept,
         now: opts.now,
         seed: opts.seed,
     })
