@@ -109,7 +109,8 @@ pub struct PluginScore {
 #[serde(rename_all = "camelCase")]
 pub struct NodeVerdict {
     pub node: String,
-    /// `selected`, `feasible`, `rejected` or `not evaluated`.
+    /// `selected`, `feasible`, `rejected` or `error`. Nodes a partial search
+    /// (percentageOfNodesToScore) did not reach are not listed.
     pub verdict: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plugin: Option<String>,

@@ -97,8 +97,6 @@ impl Status {
 #[derive(Default)]
 pub struct CycleState {
     entries: Vec<(TypeId, Box<dyn Any + Send + Sync>)>,
-    /// Set when the cycle should record explanations in detail.
-    pub record_details: bool,
 }
 
 impl CycleState {

@@ -22,6 +22,7 @@ pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
 /// small vector sorted by name: pods and nodes have few of them, and a
 /// lookup by linear scan beats hashing at that size.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct Resources {
     pub milli_cpu: i64,
     pub memory: i64,

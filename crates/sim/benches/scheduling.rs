@@ -111,5 +111,15 @@ fn run_10k(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, decision, run_10k);
+/// Runs the benchmarks on a pool thread, as `simulate` and `run` drive
+/// the engine, so parallel filtering splits work inside the pool.
+fn in_pool(c: &mut Criterion) {
+    let pool = rayon::ThreadPoolBuilder::new().build().expect("thread pool");
+    pool.install(|| {
+        decision(c);
+        run_10k(c);
+    });
+}
+
+criterion_group!(benches, in_pool);
 criterion_main!(benches);

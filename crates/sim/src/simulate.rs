@@ -58,6 +58,9 @@ pub struct Placement {
     /// Why it is unplaced (kube-scheduler's message).
     pub reason: Option<String>,
     pub attempts: u32,
+    /// Sequence number of the pod's last decision; placements are reported
+    /// in this order (pods never decided, e.g. gated ones, last).
+    pub decided: Option<usize>,
     pub priority: i32,
     /// The decision's winning total score, when scores were computed.
     pub score: Option<f64>,
@@ -111,6 +114,8 @@ struct InputPod {
     path: &'static str,
     pod: K8sPod,
     owner_selector: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
+    /// The object errors should name: the pod, or the workload it came from.
+    object: Option<String>,
 }
 
 /// Simulates scheduling `manifests` with `cfg`. `progress(done, total)`
@@ -180,13 +185,29 @@ fn simulate_in_pool(
                 }
                 sched.on_node_upsert(node, now);
             }
-            Object::Pod(p) => {
-                pods.push(InputPod { source: source.clone(), path: "", pod: (**p).clone(), owner_selector: None })
+            Object::Pod(p) => pods.push(InputPod {
+                source: source.clone(),
+                path: "",
+                pod: (**p).clone(),
+                owner_selector: None,
+                object: None,
+            }),
+            Object::Deployment(d) => {
+                let label = workload_label("Deployment", &d.metadata);
+                push_expanded(&mut pods, source, label, workloads::expand_deployment(d))
             }
-            Object::Deployment(d) => push_expanded(&mut pods, source, workloads::expand_deployment(d)),
-            Object::ReplicaSet(rs) => push_expanded(&mut pods, source, workloads::expand_replica_set(rs)),
-            Object::StatefulSet(ss) => push_expanded(&mut pods, source, workloads::expand_stateful_set(ss)),
-            Object::Job(j) => push_expanded(&mut pods, source, workloads::expand_job(j)),
+            Object::ReplicaSet(rs) => {
+                let label = workload_label("ReplicaSet", &rs.metadata);
+                push_expanded(&mut pods, source, label, workloads::expand_replica_set(rs))
+            }
+            Object::StatefulSet(ss) => {
+                let label = workload_label("StatefulSet", &ss.metadata);
+                push_expanded(&mut pods, source, label, workloads::expand_stateful_set(ss))
+            }
+            Object::Job(j) => {
+                let label = workload_label("Job", &j.metadata);
+                push_expanded(&mut pods, source, label, workloads::expand_job(j))
+            }
         }
     }
 
@@ -202,7 +223,7 @@ fn simulate_in_pool(
         let err = |path: String, message: String| {
             SimError::Manifest(ManifestError::Field {
                 at: input.source.clone(),
-                object: format!("Pod {key}"),
+                object: input.object.clone().unwrap_or_else(|| format!("Pod {key}")),
                 path,
                 message,
             })
@@ -266,6 +287,7 @@ fn simulate_in_pool(
                 node: None,
                 reason: None,
                 attempts: 0,
+                decided: None,
                 priority: pod.priority,
                 score: None,
             },
@@ -275,6 +297,7 @@ fn simulate_in_pool(
 
     let total = order.len();
     let mut decided: HashSet<String> = HashSet::new();
+    let mut decisions = 0usize;
     let mut kept: Option<DecisionRecord> = None;
     let mut keep = |record: DecisionRecord| {
         if opts.explain.as_deref() == Some(record.pod.as_str()) {
@@ -301,8 +324,10 @@ fn simulate_in_pool(
                 let record = std::mem::take(&mut task.record);
                 let ok = status.is_success();
                 sched.finish_binding(*task, &status, now);
+                decisions += 1;
                 if let Some(p) = placements.get_mut(&uid) {
                     p.attempts += 1;
+                    p.decided = Some(decisions);
                     if ok {
                         p.node = Some(node);
                         p.reason = None;
@@ -319,8 +344,10 @@ fn simulate_in_pool(
             }
             CycleOutcome::Failed(f) => {
                 let uid = f.pod.uid.clone();
+                decisions += 1;
                 if let Some(p) = placements.get_mut(&uid) {
                     p.attempts += 1;
+                    p.decided = Some(decisions);
                     p.reason = Some(f.message.clone());
                     if !f.unschedulable && p.attempts >= MAX_ERROR_ATTEMPTS {
                         sched.on_pod_delete(&uid, now);
@@ -342,8 +369,10 @@ fn simulate_in_pool(
     }
 
     let nodes = usage(&sched);
+    let mut placements: Vec<Placement> = order.iter().filter_map(|uid| placements.remove(uid)).collect();
+    placements.sort_by_key(|p| p.decided.unwrap_or(usize::MAX));
     Ok(Simulation {
-        placements: order.iter().filter_map(|uid| placements.remove(uid)).collect(),
+        placements,
         nodes,
         existing_pods,
         foreign_pods,
@@ -354,12 +383,17 @@ fn simulate_in_pool(
     })
 }
 
-fn push_expanded(pods: &mut Vec<InputPod>, source: &Source, expanded: Vec<ExpandedPod>) {
+fn workload_label(kind: &str, meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+    format!("{kind} {}/{}", meta.namespace.as_deref().unwrap_or("default"), meta.name.as_deref().unwrap_or(""))
+}
+
+fn push_expanded(pods: &mut Vec<InputPod>, source: &Source, object: String, expanded: Vec<ExpandedPod>) {
     pods.extend(expanded.into_iter().map(|e| InputPod {
         source: source.clone(),
         path: if e.template_path == "spec.template" { "spec.template." } else { "" },
         pod: e.pod,
         owner_selector: e.owner_selector,
+        object: Some(object.clone()),
     }));
 }
 
