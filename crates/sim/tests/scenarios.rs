@@ -1,0 +1,383 @@
+//! End-to-end scenarios of the standard plugins through `sim::simulate`
+//! with the default configuration: each is a small manifest and the
+//! placements kube-scheduler would make for it.
+
+use std::collections::BTreeMap;
+
+use engine::config::Configuration;
+use gpu_scheduler_sim as sim;
+use sim::{Manifests, SimOptions, Simulation};
+
+fn run(yaml: &str) -> Simulation {
+    let mut manifests = Manifests::default();
+    manifests.add_str("scenario.yaml", yaml).unwrap_or_else(|e| panic!("bad scenario: {e}"));
+    let opts = SimOptions { seed: 1, now: "2026-01-01T00:00:00Z".parse().unwrap(), explain: None };
+    sim::simulate(
+        &manifests,
+        &Configuration::default(),
+        &plugins::registry(),
+        &plugins::default_plugins(),
+        &opts,
+        &mut |_, _| {},
+    )
+    .unwrap_or_else(|e| panic!("simulate: {e}"))
+}
+
+/// Where `pod` (`NS/NAME`) went; panics if it was not reported.
+fn node_of<'a>(sim: &'a Simulation, pod: &str) -> Option<&'a str> {
+    sim.placements.iter().find(|p| p.pod == pod).unwrap_or_else(|| panic!("{pod} not reported")).node.as_deref()
+}
+
+fn reason_of<'a>(sim: &'a Simulation, pod: &str) -> &'a str {
+    let p = sim.placements.iter().find(|p| p.pod == pod).unwrap_or_else(|| panic!("{pod} not reported"));
+    assert_eq!(p.node, None, "{pod} should be unplaced");
+    p.reason.as_deref().unwrap_or_else(|| panic!("{pod} unplaced without a reason"))
+}
+
+/// A node document; `extra` is indented YAML appended to the mapping
+/// (labels go in `labels`, a flow mapping body).
+fn node(name: &str, cpu: &str, memory: &str, labels: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels: {{kubernetes.io/hostname: {name}{sep}{labels}}}\n{extra}status:\n  allocatable: {{cpu: \"{cpu}\", memory: {memory}, pods: \"110\"}}\n---\n",
+        sep = if labels.is_empty() { "" } else { ", " }
+    )
+}
+
+/// A pending pod of ours requesting `cpu`; `spec` is extra YAML under `spec:`
+/// (indented by two spaces), `meta` extra YAML under `metadata:`.
+fn pod(name: &str, cpu: &str, meta: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\n{meta}spec:\n  schedulerName: gpu-scheduler\n{spec}  containers:\n  - name: c\n    image: app\n    resources:\n      requests: {{cpu: \"{cpu}\", memory: 1Gi}}\n---\n"
+    )
+}
+
+#[test]
+fn taint_keeps_pod_off_node() {
+    // The tainted node is far emptier, so only the taint keeps the pod off it.
+    let yaml = [
+        node("big", "64", "256Gi", "", "spec:\n  taints:\n  - {key: dedicated, value: gpu, effect: NoSchedule}\n"),
+        node("small", "4", "8Gi", "", ""),
+        pod("plain", "1", "", ""),
+        pod(
+            "tolerant",
+            "1",
+            "",
+            "  tolerations:\n  - {key: dedicated, operator: Equal, value: gpu, effect: NoSchedule}\n",
+        ),
+        pod("too-big", "8", "", ""),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    assert_eq!(node_of(&sim, "default/plain"), Some("small"));
+    assert_eq!(node_of(&sim, "default/tolerant"), Some("big"));
+    assert_eq!(
+        reason_of(&sim, "default/too-big"),
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s)."
+    );
+}
+
+#[test]
+fn no_execute_taint_also_filters_and_prefer_no_schedule_does_not() {
+    let yaml = [
+        node("evicting", "64", "256Gi", "", "spec:\n  taints:\n  - {key: evict, effect: NoExecute}\n"),
+        node("soft", "2", "4Gi", "", "spec:\n  taints:\n  - {key: soft, value: x, effect: PreferNoSchedule}\n"),
+        pod("p", "1", "", ""),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    assert_eq!(node_of(&sim, "default/p"), Some("soft"));
+}
+
+#[test]
+fn required_node_affinity() {
+    let zone = |z: &str| format!("topology.kubernetes.io/zone: {z}");
+    let affinity = |op: &str, values: &str| {
+        format!(
+            "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n        - matchExpressions:\n          - {{key: topology.kubernetes.io/zone, operator: {op}, values: [{values}]}}\n"
+        )
+    };
+    let yaml = [
+        node("a", "64", "256Gi", &zone("z1"), ""),
+        node("b", "4", "8Gi", &zone("z2"), ""),
+        node("c", "8", "16Gi", &zone("z3"), ""),
+        pod("in-z2", "1", "", &affinity("In", "z2")),
+        pod("not-in-z1-z3", "1", "", &affinity("NotIn", "z1, z3")),
+        pod("in-z9", "1", "", &affinity("In", "z9")),
+        pod("selector-z3", "1", "", "  nodeSelector: {topology.kubernetes.io/zone: z3}\n"),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    assert_eq!(node_of(&sim, "default/in-z2"), Some("b"));
+    assert_eq!(node_of(&sim, "default/not-in-z1-z3"), Some("b"));
+    assert_eq!(node_of(&sim, "default/selector-z3"), Some("c"));
+    assert_eq!(
+        reason_of(&sim, "default/in-z9"),
+        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+    );
+}
+
+#[test]
+fn pod_anti_affinity_one_per_host() {
+    let yaml = [
+        node("n1", "16", "64Gi", "", ""),
+        node("n2", "16", "64Gi", "", ""),
+        "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: cache, namespace: default}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: cache}}
+  template:
+    metadata: {labels: {app: cache}}
+    spec:
+      schedulerName: gpu-scheduler
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - topologyKey: kubernetes.io/hostname
+            labelSelector: {matchLabels: {app: cache}}
+      containers:
+      - {name: c, image: redis, resources: {requests: {cpu: 100m, memory: 128Mi}}}
+"
+        .to_string(),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    assert_eq!(sim.placements.len(), 3);
+    let mut placed: Vec<&str> = sim.placements.iter().filter_map(|p| p.node.as_deref()).collect();
+    placed.sort_unstable();
+    assert_eq!(placed, ["n1", "n2"], "one replica per host");
+    let unplaced: Vec<_> = sim.placements.iter().filter(|p| p.node.is_none()).collect();
+    assert_eq!(unplaced.len(), 1);
+    assert_eq!(
+        unplaced[0].reason.as_deref(),
+        Some("0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules.")
+    );
+}
+
+#[test]
+fn topology_spread_do_not_schedule_across_zones() {
+    let zone = |z: &str| format!("topology.kubernetes.io/zone: {z}");
+    let spread = "  topologySpreadConstraints:\n  - maxSkew: 1\n    topologyKey: topology.kubernetes.io/zone\n    whenUnsatisfiable: DoNotSchedule\n    labelSelector: {matchLabels: {app: spread}}\n";
+    let labelled = "  labels: {app: spread}\n";
+    // Two pods of the app already run in zone a; zone b's node is smaller
+    // and busier, so only the constraint sends the next pods there.
+    let existing = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\n  labels: {{app: spread}}\nspec:\n  nodeName: a1\n  containers:\n  - {{name: c, image: app, resources: {{requests: {{cpu: \"1\", memory: 1Gi}}}}}}\n---\n"
+        )
+    };
+    let yaml = [
+        node("a1", "64", "256Gi", &zone("a"), ""),
+        node("a2", "64", "256Gi", &zone("a"), ""),
+        node("b1", "8", "16Gi", &zone("b"), ""),
+        existing("old-1"),
+        existing("old-2"),
+        pod("new-1", "1", labelled, spread),
+        pod("new-2", "1", labelled, spread),
+        pod("new-3", "1", labelled, spread),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    let zone_of = |n: &str| if n.starts_with('a') { "a" } else { "b" };
+    let mut count: BTreeMap<&str, i32> = [("a", 2), ("b", 0)].into();
+    for p in &sim.placements {
+        let n = p.node.as_deref().unwrap_or_else(|| panic!("{} unplaced: {:?}", p.pod, p.reason));
+        *count.get_mut(zone_of(n)).unwrap() += 1;
+        let skew = (count["a"] - count["b"]).abs();
+        assert!(skew <= 1, "after {} on {n}: zone counts {count:?}", p.pod);
+    }
+    assert_eq!(count, [("a", 3), ("b", 2)].into());
+    assert_eq!(node_of(&sim, "default/new-1"), Some("b1"));
+}
+
+#[test]
+fn topology_spread_unsatisfiable_leaves_pod_pending() {
+    let zone = |z: &str| format!("topology.kubernetes.io/zone: {z}");
+    let spread = "  topologySpreadConstraints:\n  - maxSkew: 1\n    topologyKey: topology.kubernetes.io/zone\n    whenUnsatisfiable: DoNotSchedule\n    labelSelector: {matchLabels: {app: spread}}\n";
+    // Zone b exists but its only node is too small: the pod may not go
+    // to zone a (skew would be 2) and does not fit in zone b.
+    let yaml = [
+        node("a1", "64", "256Gi", &zone("a"), ""),
+        node("b1", "1", "16Gi", &zone("b"), ""),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: old, namespace: default, labels: {app: spread}}\nspec:\n  nodeName: a1\n  containers: [{name: c, image: app}]\n---\n".to_string(),
+        pod("new", "2", "  labels: {app: spread}\n", spread),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    assert_eq!(
+        reason_of(&sim, "default/new"),
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match pod topology spread constraints."
+    );
+}
+
+#[test]
+fn node_ports_conflict() {
+    let port = "  containers:\n  - name: c\n    image: app\n    ports: [{containerPort: 80, hostPort: 8080}]\n";
+    let pod_with_port = |name: &str, node_name: Option<&str>| {
+        let bound = node_name.map(|n| format!("  nodeName: {n}\n")).unwrap_or_default();
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  schedulerName: gpu-scheduler\n{bound}{port}---\n"
+        )
+    };
+    let yaml = [
+        // n1 is emptier, but its port 8080 is taken.
+        node("n1", "64", "256Gi", "", ""),
+        node("n2", "4", "8Gi", "", ""),
+        pod_with_port("existing", Some("n1")),
+        pod_with_port("first", None),
+        pod_with_port("second", None),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    assert_eq!(node_of(&sim, "default/first"), Some("n2"));
+    assert_eq!(
+        reason_of(&sim, "default/second"),
+        "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports."
+    );
+}
+
+#[test]
+fn higher_priority_pod_is_scheduled_first() {
+    // Both pending, the low one first in the input; only one fits.
+    let yaml = [
+        node("only", "2", "8Gi", "", ""),
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: important}\nvalue: 1000\n---\n"
+            .to_string(),
+        pod("low", "2", "", "  priority: 10\n"),
+        pod("high", "2", "", "  priorityClassName: important\n"),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    assert_eq!(node_of(&sim, "default/high"), Some("only"));
+    assert_eq!(reason_of(&sim, "default/low"), "0/1 nodes are available: 1 Insufficient cpu.");
+    assert_eq!(sim.placements[0].pod, "default/high", "placements are in scheduling order");
+    assert_eq!(sim.placements[0].priority, 1000);
+}
+
+#[test]
+fn scheduling_gates_keep_pod_unplaced() {
+    let yaml = [
+        node("n1", "8", "16Gi", "", ""),
+        pod("gated", "1", "", "  schedulingGates:\n  - name: example.com/quota\n  - name: example.com/review\n"),
+        pod("free", "1", "", ""),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    assert_eq!(node_of(&sim, "default/free"), Some("n1"));
+    let reason = reason_of(&sim, "default/gated");
+    assert!(reason.contains("scheduling gates"), "{reason}");
+    assert!(reason.contains("example.com/quota") && reason.contains("example.com/review"), "{reason}");
+    let gated = sim.placements.iter().find(|p| p.pod == "default/gated").unwrap();
+    assert_eq!(gated.attempts, 0, "a gated pod is never tried");
+}
+
+#[test]
+fn init_and_sidecar_containers_decide_fit() {
+    // Each case: containers YAML under `spec:` and whether it fits a 4-cpu node.
+    let c = |name: &str, cpu: &str| {
+        format!("  - {{name: {name}, image: app, resources: {{requests: {{cpu: \"{cpu}\"}}}}}}\n")
+    };
+    let side = |name: &str, cpu: &str| {
+        format!(
+            "  - {{name: {name}, image: app, restartPolicy: Always, resources: {{requests: {{cpu: \"{cpu}\"}}}}}}\n"
+        )
+    };
+    let cases: Vec<(&str, String, bool)> = vec![
+        ("app only", format!("  containers:\n{}", c("app", "4")), true),
+        (
+            "init larger than app but fits",
+            format!("  initContainers:\n{}  containers:\n{}", c("init", "3500m"), c("app", "1")),
+            true,
+        ),
+        ("init exceeds node", format!("  initContainers:\n{}  containers:\n{}", c("init", "5"), c("app", "1")), false),
+        (
+            "init containers run one at a time",
+            format!("  initContainers:\n{}{}  containers:\n{}", c("i1", "3"), c("i2", "3"), c("app", "1")),
+            true,
+        ),
+        (
+            "sidecar adds to app",
+            format!("  initContainers:\n{}  containers:\n{}", side("proxy", "1500m"), c("app", "3")),
+            false,
+        ),
+        (
+            "sidecar plus app fits",
+            format!("  initContainers:\n{}  containers:\n{}", side("proxy", "1"), c("app", "3")),
+            true,
+        ),
+        (
+            "init after sidecar runs beside it",
+            format!(
+                "  initContainers:\n{}{}  containers:\n{}",
+                side("proxy", "1"),
+                c("migrate", "3500m"),
+                c("app", "1")
+            ),
+            false,
+        ),
+        (
+            "init before sidecar does not",
+            format!(
+                "  initContainers:\n{}{}  containers:\n{}",
+                c("migrate", "3500m"),
+                side("proxy", "1"),
+                c("app", "1")
+            ),
+            true,
+        ),
+    ];
+    for (name, containers, fits) in cases {
+        let yaml = format!(
+            "{}apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: default}}\nspec:\n  schedulerName: gpu-scheduler\n{containers}",
+            node("n", "4", "16Gi", "", "")
+        );
+        let sim = run(&yaml);
+        let got = node_of(&sim, "default/p");
+        if fits {
+            assert_eq!(got, Some("n"), "{name}: {:?}", sim.placements[0].reason);
+        } else {
+            assert_eq!(got, None, "{name}");
+            assert_eq!(reason_of(&sim, "default/p"), "0/1 nodes are available: 1 Insufficient cpu.", "{name}");
+        }
+    }
+}
+
+/// Default (System) topology spreading applies to pods of a controller:
+/// a Deployment's replicas spread over zones that resource scores alone
+/// would not use, while the same pods without an owner pile into the big node.
+#[test]
+fn deployment_replicas_spread_over_zones_by_default() {
+    let zone = |z: &str| format!("topology.kubernetes.io/zone: {z}");
+    let nodes = [node("big-a", "64", "256Gi", &zone("a"), ""), node("small-b", "8", "32Gi", &zone("b"), "")].concat();
+    let deployment = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      schedulerName: gpu-scheduler
+      containers:
+      - {name: c, image: web, resources: {requests: {cpu: \"1\", memory: 4Gi}}}
+";
+    let sim = run(&format!("{nodes}{deployment}"));
+    let in_zone = |sim: &Simulation, n: &str| sim.placements.iter().filter(|p| p.node.as_deref() == Some(n)).count();
+    assert_eq!(sim.placements.len(), 6);
+    assert!(sim.placements.iter().all(|p| p.node.is_some()));
+    let (a, b) = (in_zone(&sim, "big-a"), in_zone(&sim, "small-b"));
+    assert!(b >= 2 && a.abs_diff(b) <= 2, "replicas should spread over both zones: a={a} b={b}");
+
+    // The same pods, bare: no controller, no default constraints.
+    let bare: String = (0..6)
+        .map(|i| {
+            format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: web-{i}, namespace: default, labels: {{app: web}}}}\nspec:\n  schedulerName: gpu-scheduler\n  containers:\n  - {{name: c, image: web, resources: {{requests: {{cpu: \"1\", memory: 4Gi}}}}}}\n---\n"
+            )
+        })
+        .collect();
+    let sim = run(&format!("{nodes}{bare}"));
+    assert_eq!(in_zone(&sim, "big-a"), 6, "{:?}", sim.placements);
+}
