@@ -147,6 +147,9 @@ impl Algorithm {
         let mut filters: Vec<(&'static str, &dyn FilterPlugin)> = Vec::with_capacity(profile.filter.len());
         let mut skipped: Vec<&'static str> = Vec::new();
         let mut only: Option<std::collections::HashSet<String>> = None;
+        // PreFilter plugins that narrowed the candidates, named in the
+        // message for the nodes they left out, as kube-scheduler does.
+        let mut narrowed_by: Vec<&'static str> = Vec::new();
         for p in &profile.pre_filter {
             let Some(pf) = p.as_pre_filter() else { continue };
             let (res, status) = pf.pre_filter(state, pod, snap);
@@ -170,6 +173,7 @@ impl Algorithm {
                 _ => return Err(ScheduleError::Internal(status)),
             }
             if let Some(names) = res.node_names {
+                narrowed_by.push(p.name());
                 only = Some(match only {
                     Some(prev) => prev.intersection(&names).cloned().collect(),
                     None => names,
@@ -216,8 +220,10 @@ impl Algorithm {
         }
 
         if feasible.is_empty() {
+            narrowed_by.sort_unstable();
             let absent_status = (absent > 0).then(|| {
-                (absent, Status::unresolvable("node(s) didn't satisfy plugin(s) [PreFilter]").with_plugin("PreFilter"))
+                let message = format!("node(s) didn't satisfy plugin(s) [{}]", narrowed_by.join(" "));
+                (absent, Status::unresolvable(message).with_plugin(narrowed_by.first().copied().unwrap_or("PreFilter")))
             });
             return Err(ScheduleError::Unschedulable(Box::new(FitError {
                 num_all_nodes: all.len(),
@@ -259,6 +265,9 @@ impl Algorithm {
         rejected: &mut Vec<(Arc<NodeInfo>, Status)>,
     ) -> Result<usize, ScheduleError> {
         let n = nodes.len();
+        if n == 0 {
+            return Ok(0); // PreFilter narrowed the candidates to nodes that do not exist
+        }
         let start = self.next_start_node_index % n;
         if filters.is_empty() {
             let take = want.min(n);

@@ -246,7 +246,11 @@ pub fn parse(yaml: &str) -> Result<Configuration, ConfigError> {
     let de = serde_yaml_ng::Deserializer::from_str(yaml);
     let cfg: Configuration = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
-        ConfigError::new(if path == "." { "(root)".to_string() } else { path }, e.into_inner().to_string())
+        let path = if path == "." { "(root)".to_string() } else { path };
+        // The YAML error may already start with the path; say it once.
+        let message = e.into_inner().to_string();
+        let message = message.strip_prefix(&format!("{path}: ")).map(str::to_string).unwrap_or(message);
+        ConfigError::new(path, message)
     })?;
     cfg.validate()?;
     Ok(cfg)

@@ -17,6 +17,10 @@ use crate::model::{Labels, Node, Pod, PodRef};
 use crate::profile::Profile;
 use crate::queue::{Millis, QueuedPod, SchedulingQueue};
 
+/// Stands for "no plugin" when a pod failed because the cluster has no
+/// nodes: unknown to the event registry, so every event requeues it.
+const NO_NODES: &str = "(no nodes)";
+
 /// A decision taken and assumed; binding remains.
 pub struct BindingTask {
     /// The pod with `node_name` set to the chosen node.
@@ -263,7 +267,10 @@ impl Scheduler {
                 let unschedulable = matches!(err, ScheduleError::Unschedulable(_) | ScheduleError::NoNodes);
                 let plugins = match &err {
                     ScheduleError::Unschedulable(fit) => fit.unschedulable_plugins(),
-                    _ => HashSet::new(),
+                    // No plugin registered this; any cluster event (a node
+                    // arriving) moves the pod back.
+                    ScheduleError::NoNodes => [NO_NODES].into(),
+                    ScheduleError::Internal(_) => HashSet::new(),
                 };
                 let message = err.message();
                 let pod = qp.pod.clone();

@@ -381,3 +381,193 @@ spec:
     let sim = run(&format!("{nodes}{bare}"));
     assert_eq!(in_zone(&sim, "big-a"), 6, "{:?}", sim.placements);
 }
+
+#[test]
+fn unschedulable_node_admits_only_pods_tolerating_it() {
+    let cordoned = "spec:\n  unschedulable: true\n";
+    let yaml = [
+        node("cordoned", "64", "256Gi", "", cordoned),
+        node("open", "2", "4Gi", "", ""),
+        pod("plain", "1", "", ""),
+        pod(
+            "tolerant",
+            "1",
+            "",
+            "  tolerations:\n  - {key: node.kubernetes.io/unschedulable, operator: Exists, effect: NoSchedule}\n",
+        ),
+        pod("too-big", "4", "", ""),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    assert_eq!(node_of(&sim, "default/plain"), Some("open"));
+    assert_eq!(node_of(&sim, "default/tolerant"), Some("cordoned"));
+    assert_eq!(
+        reason_of(&sim, "default/too-big"),
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable."
+    );
+}
+
+#[test]
+fn required_pod_affinity_co_locates_and_first_pod_may_match_itself() {
+    let zone = |z: &str| format!("topology.kubernetes.io/zone: {z}");
+    let affinity = |app: &str| {
+        format!(
+            "  affinity:\n    podAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n      - topologyKey: topology.kubernetes.io/zone\n        labelSelector: {{matchLabels: {{app: {app}}}}}\n"
+        )
+    };
+    let yaml = [
+        node("a1", "4", "16Gi", &zone("a"), ""),
+        node("b1", "64", "256Gi", &zone("b"), ""),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: db, namespace: default, labels: {app: db}}\nspec:\n  nodeName: a1\n  containers: [{name: c, image: db}]\n---\n".to_string(),
+        // Must share a zone with the db, although b1 is far emptier.
+        pod("api", "1", "", &affinity("db")),
+        // No pod matches anywhere: none can satisfy it...
+        pod("orphan", "1", "", &affinity("nothing")),
+        // ...unless the pod matches its own term (the first of a group).
+        pod("self", "1", "  labels: {app: self}\n", &affinity("self")),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    assert_eq!(node_of(&sim, "default/api"), Some("a1"));
+    assert_eq!(
+        reason_of(&sim, "default/orphan"),
+        "0/2 nodes are available: 2 node(s) didn't match pod affinity rules."
+    );
+    assert!(node_of(&sim, "default/self").is_some(), "{:?}", sim.placements);
+}
+
+#[test]
+fn existing_pods_anti_affinity_is_symmetric() {
+    // The running pod refuses company labelled app=noisy on its host.
+    let yaml = [
+        node("quiet-host", "64", "256Gi", "", ""),
+        node("other", "2", "4Gi", "", ""),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: quiet, namespace: default, labels: {app: quiet}}\nspec:\n  nodeName: quiet-host\n  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n      - topologyKey: kubernetes.io/hostname\n        labelSelector: {matchLabels: {app: noisy}}\n  containers: [{name: c, image: q}]\n---\n".to_string(),
+        pod("noisy", "1", "  labels: {app: noisy}\n", ""),
+        pod("noisy-big", "4", "  labels: {app: noisy}\n", ""),
+        pod("calm", "1", "  labels: {app: calm}\n", ""),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    assert_eq!(node_of(&sim, "default/noisy"), Some("other"));
+    assert_eq!(node_of(&sim, "default/calm"), Some("quiet-host"));
+    assert_eq!(
+        reason_of(&sim, "default/noisy-big"),
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't satisfy existing pods anti-affinity rules."
+    );
+}
+
+#[test]
+fn global_default_priority_class_orders_pods_without_a_class() {
+    let yaml = [
+        node("only", "2", "8Gi", "", ""),
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: normal}\nvalue: 500\nglobalDefault: true\n---\n"
+            .to_string(),
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: low}\nvalue: 100\n---\n".to_string(),
+        pod("explicit-low", "2", "", "  priorityClassName: low\n"),
+        pod("defaulted", "2", "", ""),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    assert_eq!(node_of(&sim, "default/defaulted"), Some("only"));
+    assert_eq!(sim.placements.iter().find(|p| p.pod == "default/defaulted").unwrap().priority, 500);
+    assert_eq!(reason_of(&sim, "default/explicit-low"), "0/1 nodes are available: 1 Insufficient cpu.");
+}
+
+#[test]
+fn topology_spread_counts_only_nodes_matching_the_pods_node_selector() {
+    let labels = |z: &str, pool: &str| format!("topology.kubernetes.io/zone: {z}, pool: {pool}");
+    let spread = "  nodeSelector: {pool: web}\n  topologySpreadConstraints:\n  - maxSkew: 1\n    topologyKey: topology.kubernetes.io/zone\n    whenUnsatisfiable: DoNotSchedule\n    labelSelector: {matchLabels: {app: spread}}\n";
+    // Zone c has only a node outside the pod's pool: with the default
+    // nodeAffinityPolicy (Honor) it is not a domain, so its 0 pods do not
+    // hold the others back.
+    let yaml = [
+        node("a1", "16", "64Gi", &labels("a", "web"), ""),
+        node("b1", "16", "64Gi", &labels("b", "web"), ""),
+        node("c1", "16", "64Gi", &labels("c", "batch"), ""),
+        pod("s1", "1", "  labels: {app: spread}\n", spread),
+        pod("s2", "1", "  labels: {app: spread}\n", spread),
+        pod("s3", "1", "  labels: {app: spread}\n", spread),
+        pod("s4", "1", "  labels: {app: spread}\n", spread),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    let mut nodes: Vec<&str> = sim.placements.iter().map(|p| p.node.as_deref().unwrap_or("-")).collect();
+    nodes.sort_unstable();
+    assert_eq!(nodes, ["a1", "a1", "b1", "b1"], "{:?}", sim.placements);
+}
+
+/// A node-name affinity (`matchFields` on `metadata.name`) narrows the
+/// candidates in NodeAffinity's PreFilter; nodes left out count as
+/// "didn't satisfy plugin(s) [NodeAffinity]", as kube-scheduler reports.
+const PINNED: &str = "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n        - matchFields:\n          - {key: metadata.name, operator: In, values: [NODES]}\n";
+
+#[test]
+fn node_name_affinity_pins_the_pod() {
+    let yaml = [
+        node("n1", "64", "256Gi", "", ""),
+        node("n2", "4", "8Gi", "", ""),
+        pod("pinned", "1", "", &PINNED.replace("NODES", "n2")),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    assert_eq!(node_of(&sim, "default/pinned"), Some("n2"));
+}
+
+#[test]
+fn conflicting_node_name_fields_are_rejected_in_pre_filter() {
+    let conflict = "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n        - matchFields:\n          - {key: metadata.name, operator: In, values: [n1]}\n          - {key: metadata.name, operator: In, values: [n2]}\n";
+    let yaml = [node("n1", "4", "8Gi", "", ""), node("n2", "4", "8Gi", "", ""), pod("p", "1", "", conflict)].concat();
+    let sim = run(&yaml);
+    assert_eq!(reason_of(&sim, "default/p"), "0/2 nodes are available: pod affinity terms conflict.");
+}
+
+#[test]
+fn nodes_left_out_by_pre_filter_name_the_plugin() {
+    let yaml = [
+        node("n1", "4", "8Gi", "", ""),
+        node("n2", "4", "8Gi", "", ""),
+        node("small", "1", "8Gi", "", ""),
+        pod("pinned", "2", "", &PINNED.replace("NODES", "small")),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    assert_eq!(
+        reason_of(&sim, "default/pinned"),
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    );
+}
+
+#[test]
+fn node_name_affinity_to_a_missing_node_leaves_the_pod_pending() {
+    let yaml = [
+        node("n1", "4", "8Gi", "", ""),
+        node("n2", "4", "8Gi", "", ""),
+        pod("ghostly", "1", "", &PINNED.replace("NODES", "ghost")),
+        pod("fine", "1", "", ""),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    assert_eq!(
+        reason_of(&sim, "default/ghostly"),
+        "0/2 nodes are available: 2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    );
+    assert!(node_of(&sim, "default/fine").is_some());
+}
+
+#[test]
+fn no_nodes_reports_the_pod_unplaced() {
+    let yaml = pod("lonely", "1", "", "");
+    // The bug is a hang: run on a thread and give up after a while.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let sim = run(&yaml);
+        let _ = tx
+            .send(sim.placements.iter().map(|p| (p.pod.clone(), p.node.clone(), p.reason.clone())).collect::<Vec<_>>());
+    });
+    let placements = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("simulate did not return within 20 s");
+    assert_eq!(
+        placements,
+        [("default/lonely".to_string(), None, Some("no nodes available to schedule pods".to_string()))]
+    );
+}

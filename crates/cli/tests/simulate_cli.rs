@@ -1,0 +1,472 @@
+//! The `gpu-scheduler` binary end to end: `simulate` reports (golden files
+//! and the JSON contract of DESIGN.md §1), `--explain`, exit codes and
+//! error messages, and `check-config`.
+//!
+//! Golden files live in `tests/golden/`; `UPDATE_GOLDEN=1 cargo test -p
+//! gpu-scheduler --test simulate_cli` rewrites them from the current binary.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+const NOW: &str = "2026-01-01T00:00:00Z";
+const EXAMPLE: &str = "examples/mixed-cluster.yaml";
+
+/// The nodes of the example manifest.
+const EXAMPLE_NODES: &[&str] =
+    &["cpu-a1", "cpu-a2", "cpu-b1", "cpu-b2", "cpu-c1", "cpu-c2", "a100-a1", "a100-b1", "t4-a1", "t4-c1"];
+
+struct Output {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// Runs the binary from the workspace root, so relative paths are as a user types them.
+fn run(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_gpu-scheduler"))
+        .args(args)
+        .current_dir(workspace_root())
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    Output {
+        code: out.status.code(),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// A fresh directory for one test's files.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("simulate_cli").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(dir: &Path, file: &str, text: &str) -> String {
+    let path = dir.join(file);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// Compares with `tests/golden/<name>`, or rewrites it under `UPDATE_GOLDEN=1`.
+fn golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (create it with UPDATE_GOLDEN=1)", path.display()));
+    assert!(
+        want == actual,
+        "output differs from {} (rerun with UPDATE_GOLDEN=1 if the change is intended)\n--- want\n{want}\n--- got\n{actual}",
+        path.display()
+    );
+}
+
+fn simulate_json(extra: &[&str], files: &[&str]) -> Value {
+    let mut args = vec!["simulate", "--output", "json", "--seed", "1", "--now", NOW];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(files);
+    let out = run(&args);
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", out.stdout))
+}
+
+fn placements(v: &Value) -> &Vec<Value> {
+    v["placements"].as_array().expect("placements is an array")
+}
+
+// ------------------------------------------------------------------ golden
+
+#[test]
+fn json_report_of_the_example_matches_golden_and_the_contract() {
+    let out = run(&["simulate", "--output", "json", "--seed", "1", "--now", NOW, EXAMPLE]);
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    assert!(out.stdout.starts_with("{\"placements\":"), "placements must be the first key: {}", out.stdout);
+    assert_eq!(out.stdout.matches('\n').count(), 1, "one JSON object on one line");
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v.as_object().unwrap().keys().next().map(String::as_str), Some("placements"));
+
+    // The contract: pod "NS/NAME", node a string or null, reason exactly when null.
+    let ps = placements(&v);
+    assert!(!ps.is_empty());
+    for p in ps {
+        let pod = p["pod"].as_str().unwrap_or_else(|| panic!("pod is a string: {p}"));
+        let (ns, name) = pod.split_once('/').unwrap_or_else(|| panic!("pod is NS/NAME: {pod}"));
+        assert!(!ns.is_empty() && !name.is_empty() && !name.contains('/'), "{pod}");
+        match &p["node"] {
+            Value::String(n) => {
+                assert!(EXAMPLE_NODES.contains(&n.as_str()), "{pod} on unknown node {n}");
+                assert!(p.get("reason").is_none(), "{pod} is placed but has a reason: {p}");
+            }
+            Value::Null => {
+                let reason = p["reason"].as_str().unwrap_or_else(|| panic!("{pod} unplaced without reason: {p}"));
+                assert!(!reason.is_empty());
+            }
+            other => panic!("{pod}: node must be a string or null, got {other}"),
+        }
+    }
+    let giant = ps.iter().find(|p| p["pod"] == "ml/giant-pretrain").expect("giant-pretrain reported");
+    assert_eq!(giant["node"], Value::Null);
+    assert!(giant["reason"].as_str().unwrap().starts_with("0/10 nodes are available: 10 Insufficient nvidia.com/gpu"));
+    assert!(ps.iter().all(|p| p["pod"] != "shop/nightly-report"), "bound pods are load, not placements");
+    assert!(ps.iter().all(|p| p["pod"] != "shop/metrics-agent"), "other schedulers' pods are ignored");
+
+    golden("mixed-cluster.json", &(serde_json::to_string_pretty(&v).unwrap() + "\n"));
+}
+
+#[test]
+fn table_report_of_the_example_matches_golden() {
+    let out = run(&["simulate", "--seed", "1", "--now", NOW, EXAMPLE]);
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    assert!(out.stdout.starts_with("Scheduled "), "{}", out.stdout);
+    golden("mixed-cluster.txt", &out.stdout);
+}
+
+#[test]
+fn same_seed_same_report_and_table_agrees_with_json() {
+    let a = simulate_json(&[], &[EXAMPLE]);
+    let b = simulate_json(&[], &[EXAMPLE]);
+    assert_eq!(a, b);
+    let table = run(&["simulate", "--seed", "1", "--now", NOW, EXAMPLE]).stdout;
+    for p in placements(&a) {
+        let pod = p["pod"].as_str().unwrap();
+        match p["node"].as_str() {
+            Some(node) => {
+                let line = table.lines().find(|l| l.starts_with(pod)).unwrap_or_else(|| panic!("{pod} not in table"));
+                assert!(line.split_whitespace().nth(1) == Some(node), "{line}");
+            }
+            None => assert!(table.contains(p["reason"].as_str().unwrap())),
+        }
+    }
+}
+
+// ----------------------------------------------------------------- explain
+
+/// The explanation section of a table report: the lines after "Decision for".
+fn explanation(stdout: &str) -> &str {
+    let at = stdout.find("Decision for ").unwrap_or_else(|| panic!("no explanation in:\n{stdout}"));
+    &stdout[at..]
+}
+
+/// Each node's line in an explanation, by node name.
+fn node_lines(section: &str) -> Vec<(&str, &str)> {
+    EXAMPLE_NODES
+        .iter()
+        .map(|n| {
+            let line = section
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(*n))
+                .unwrap_or_else(|| panic!("no line for node {n} in:\n{section}"));
+            (*n, line)
+        })
+        .collect()
+}
+
+#[test]
+fn explain_unplaced_pod_lists_every_node_rejected() {
+    let out = run(&["simulate", "--seed", "1", "--now", NOW, "--explain", "ml/giant-pretrain", EXAMPLE]);
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    let section = explanation(&out.stdout);
+    assert!(section.starts_with("Decision for ml/giant-pretrain"), "{section}");
+    assert!(section.contains("not scheduled"), "{section}");
+    assert!(section.contains("0/10 nodes are available:"), "{section}");
+    for (node, line) in node_lines(section) {
+        assert_eq!(line.split_whitespace().nth(1), Some("rejected"), "{node}: {line}");
+        assert!(line.contains("NodeResourcesFit: ") && line.contains("Insufficient nvidia.com/gpu"), "{line}");
+    }
+}
+
+#[test]
+fn explain_placed_pod_lists_every_node_with_verdict_and_scores() {
+    let report = simulate_json(&[], &[EXAMPLE]);
+    // A pod of the web Deployment: several feasible nodes, so scores are computed.
+    let placed = placements(&report)
+        .iter()
+        .find(|p| p["pod"].as_str().unwrap().starts_with("shop/web-") && p["score"].is_number())
+        .expect("a scored web pod");
+    let pod = placed["pod"].as_str().unwrap();
+    let node = placed["node"].as_str().unwrap();
+
+    let out = run(&["simulate", "--seed", "1", "--now", NOW, "--explain", pod, EXAMPLE]);
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    let section = explanation(&out.stdout);
+    assert!(section.starts_with(&format!("Decision for {pod}")), "{section}");
+    assert!(section.contains(&format!("scheduled to {node}")), "{section}");
+    let mut selected = Vec::new();
+    for (n, line) in node_lines(section) {
+        let verdict = line.split_whitespace().nth(1).unwrap();
+        match verdict {
+            "selected" => selected.push(n),
+            "feasible" => {}
+            "rejected" => assert!(line.contains("TaintToleration: node(s) had untolerated taint(s)"), "{line}"),
+            other => panic!("{n}: unexpected verdict {other}: {line}"),
+        }
+        if verdict != "rejected" {
+            // Per plugin: normalised × weight = weighted (raw).
+            assert!(line.contains('×') && line.contains("(raw "), "scores per plugin: {line}");
+        }
+    }
+    assert_eq!(selected, [node]);
+    // GPU nodes are tainted, CPU nodes are not.
+    for (n, line) in node_lines(section) {
+        assert_eq!(line.contains("rejected"), !n.starts_with("cpu-"), "{line}");
+    }
+    // The header names the score plugins.
+    assert!(section.lines().any(|l| l.starts_with("NODE") && l.contains("VERDICT") && l.contains("TaintToleration")));
+
+    // The same in JSON.
+    let v = simulate_json(&["--explain", pod], &[EXAMPLE]);
+    let e = &v["explain"];
+    assert_eq!(e["pod"], pod);
+    assert_eq!(e["node"], node);
+    let nodes = e["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), EXAMPLE_NODES.len());
+    assert_eq!(nodes[0]["node"], node);
+    assert_eq!(nodes[0]["verdict"], "selected");
+    for n in nodes {
+        let verdict = n["verdict"].as_str().unwrap();
+        assert!(["selected", "feasible", "rejected"].contains(&verdict), "{n}");
+        assert_eq!(verdict == "rejected", n["scores"].is_null(), "{n}");
+    }
+}
+
+#[test]
+fn explain_of_unknown_pod_is_an_error() {
+    let out = run(&["simulate", "--now", NOW, "--explain", "ml/no-such-pod", EXAMPLE]);
+    assert_ne!(out.code, Some(0));
+    assert!(out.stderr.contains("ml/no-such-pod"), "{}", out.stderr);
+}
+
+// ------------------------------------------------------------------ errors
+
+#[test]
+fn manifest_with_bad_field_names_file_document_and_path() {
+    let dir = scratch("bad-field");
+    let file = write(
+        &dir,
+        "bad.yaml",
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: \"4\", memory: 8Gi, pods: \"10\"}}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: three\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: c, image: x}]}\n",
+    );
+    let out = run(&["simulate", "--now", NOW, &file]);
+    assert_eq!(out.code, Some(1), "stderr: {}", out.stderr);
+    assert!(out.stdout.is_empty(), "no report on error: {}", out.stdout);
+    for want in [file.as_str(), "document 1", "Deployment web", "spec.replicas"] {
+        assert!(out.stderr.contains(want), "stderr lacks {want:?}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn bad_pod_field_inside_a_workload_template_names_the_template_path() {
+    let dir = scratch("bad-template");
+    let file = write(
+        &dir,
+        "bad.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      schedulerName: gpu-scheduler\n      containers: [{name: c, image: x, resources: {requests: {cpu: lots}}}]\n",
+    );
+    let out = run(&["simulate", "--now", NOW, &file]);
+    assert_eq!(out.code, Some(1), "stderr: {}", out.stderr);
+    for want in [file.as_str(), "document 0", "spec.template.spec.containers[0].resources.requests.cpu"] {
+        assert!(out.stderr.contains(want), "stderr lacks {want:?}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn missing_manifest_file_is_named() {
+    let dir = scratch("missing");
+    let path = dir.join("does-not-exist.yaml").to_string_lossy().into_owned();
+    let out = run(&["simulate", "--now", NOW, &path]);
+    assert!(out.code.is_some_and(|c| c != 0), "exit {:?}", out.code);
+    assert!(out.stderr.contains(&path), "{}", out.stderr);
+}
+
+#[test]
+fn bad_now_exits_2() {
+    for bad in ["tomorrow", "2026-13-01T00:00:00Z", "2026-01-01"] {
+        let out = run(&["simulate", "--now", bad, EXAMPLE]);
+        assert_eq!(out.code, Some(2), "--now {bad}: stderr {}", out.stderr);
+        assert!(out.stderr.contains("--now"), "{}", out.stderr);
+        assert!(out.stdout.is_empty());
+    }
+}
+
+const CONFIG_HEAD: &str = "apiVersion: gpu-scheduler.io/v1alpha1\nkind: GpuSchedulerConfiguration\n";
+
+#[test]
+fn check_config_rejects_bad_configs_naming_the_field() {
+    let dir = scratch("check-config-bad");
+    let score = |plugin: &str, weight: &str| {
+        format!("profiles:\n- plugins:\n    score:\n      enabled:\n      - name: {plugin}\n        weight: {weight}\n")
+    };
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("unknown field", "profiles:\n- schedulerName: a\n  bogus: 1\n".into(), "profiles[0]"),
+        ("unknown top-level field", "percentageOfNodesToScor: 50\n".into(), "percentageOfNodesToScor"),
+        ("unknown nested field", "leaderElection:\n  leaseDurationn: 15s\n".into(), "leaderElection"),
+        (
+            "unknown plugin",
+            "profiles:\n- plugins:\n    filter:\n      enabled:\n      - name: NoSuchPlugin\n".into(),
+            "profiles[0].plugins.filter.enabled[0].name",
+        ),
+        ("negative weight", score("TaintToleration", "-1"), "profiles[0].plugins.score.enabled[0].weight"),
+        ("zero weight", score("TaintToleration", "0"), "profiles[0].plugins.score.enabled[0].weight"),
+        ("non-numeric weight", score("TaintToleration", "heavy"), "profiles[0].plugins.score.enabled[0].weight"),
+        (
+            "duplicate schedulerName",
+            "profiles:\n- schedulerName: gpu-scheduler\n- schedulerName: canary\n- schedulerName: gpu-scheduler\n".into(),
+            "profiles[2].schedulerName",
+        ),
+        ("percentage out of range", "percentageOfNodesToScore: 101\n".into(), "percentageOfNodesToScore"),
+        (
+            "bad plugin args",
+            "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: Sideways\n"
+                .into(),
+            "profiles[0].pluginConfig[0].args.scoringStrategy.type",
+        ),
+    ];
+    for (i, (name, body, path)) in cases.iter().enumerate() {
+        let file = write(&dir, &format!("bad-{i}.yaml"), &format!("{CONFIG_HEAD}{body}"));
+        let out = run(&["check-config", &file]);
+        assert_eq!(out.code, Some(2), "{name}: stdout {} stderr {}", out.stdout, out.stderr);
+        assert!(out.stderr.contains(path), "{name}: stderr lacks {path:?}: {}", out.stderr);
+        assert!(out.stderr.contains(&file), "{name}: stderr names the file: {}", out.stderr);
+        // The same config makes simulate fail the same way.
+        let sim = run(&["simulate", "--now", NOW, "--config", &file, EXAMPLE]);
+        assert_eq!(sim.code, Some(2), "{name}: simulate --config: {}", sim.stderr);
+        assert!(sim.stderr.contains(path), "{name}: {}", sim.stderr);
+    }
+}
+
+#[test]
+fn check_config_accepts_a_valid_config() {
+    let dir = scratch("check-config-good");
+    let file = write(
+        &dir,
+        "good.yaml",
+        &format!(
+            "{CONFIG_HEAD}percentageOfNodesToScore: 50\nprofiles:\n- schedulerName: gpu-scheduler\n  plugins:\n    score:\n      enabled:\n      - name: TaintToleration\n        weight: 2.5\n- schedulerName: canary\n"
+        ),
+    );
+    let out = run(&["check-config", &file]);
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    assert!(out.stdout.contains("valid"), "{}", out.stdout);
+    assert!(out.stdout.contains("gpu-scheduler") && out.stdout.contains("canary"), "{}", out.stdout);
+
+    let out = run(&["check-config", &dir.join("absent.yaml").to_string_lossy()]);
+    assert_eq!(out.code, Some(2), "a missing config is a config error: {}", out.stderr);
+}
+
+// ------------------------------------------------------ what gets scheduled
+
+#[test]
+fn other_schedulers_pods_are_ignored_and_bound_pods_are_load() {
+    let dir = scratch("foreign-and-bound");
+    let pod = |name: &str, extra: &str, cpu: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default}}\nspec:\n{extra}  containers: [{{name: c, image: x, resources: {{requests: {{cpu: \"{cpu}\", memory: 1Gi}}}}}}]\n---\n"
+        )
+    };
+    let yaml = [
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: \"4\", memory: 16Gi, pods: \"10\"}}\n---\n"
+            .to_string(),
+        // Bound by someone else: 3 of the 4 cpus are taken.
+        pod("running", "  nodeName: n1\n", "3"),
+        // Pending, but not ours.
+        pod("default-sched", "", "100m"),
+        pod("explicit-default", "  schedulerName: default-scheduler\n", "100m"),
+        pod("other", "  schedulerName: other-scheduler\n", "100m"),
+        // Ours: only the 1-cpu pod fits next to the running one.
+        pod("big", "  schedulerName: gpu-scheduler\n", "2"),
+        pod("small", "  schedulerName: gpu-scheduler\n", "1"),
+    ]
+    .concat();
+    let file = write(&dir, "cluster.yaml", &yaml);
+    let v = simulate_json(&[], &[&file]);
+    let mut pods: Vec<&str> = placements(&v).iter().map(|p| p["pod"].as_str().unwrap()).collect();
+    pods.sort_unstable();
+    assert_eq!(pods, ["default/big", "default/small"], "only our pending pods are reported");
+    let find = |name: &str| placements(&v).iter().find(|p| p["pod"] == name).unwrap();
+    assert_eq!(find("default/small")["node"], "n1");
+    assert_eq!(find("default/big")["node"], Value::Null);
+    assert_eq!(find("default/big")["reason"], "0/1 nodes are available: 1 Insufficient cpu.");
+    assert_eq!(v["summary"]["existingPods"], 1);
+    assert_eq!(v["summary"]["otherSchedulerPods"], 3);
+    let n1 = &v["nodes"][0];
+    assert_eq!(n1["name"], "n1");
+    assert_eq!(n1["cpuMillis"]["requested"], 4000, "the bound pod and ours; never the foreign ones");
+    assert_eq!(n1["pods"]["count"], 2);
+
+    let table = run(&["simulate", "--now", NOW, &file]).stdout;
+    assert!(table.starts_with("Scheduled 1 of 2 pending pods (1 already running, 3 for other schedulers)."), "{table}");
+}
+
+#[test]
+fn several_files_form_one_cluster() {
+    let dir = scratch("several-files");
+    let nodes = write(
+        &dir,
+        "nodes.yaml",
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: \"2\", memory: 4Gi, pods: \"10\"}}\n",
+    );
+    let pods = write(
+        &dir,
+        "pods.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  schedulerName: gpu-scheduler\n  containers: [{name: c, image: x}]\n",
+    );
+    let v = simulate_json(&[], &[&nodes, &pods]);
+    assert_eq!(placements(&v)[0]["pod"], "default/p");
+    assert_eq!(placements(&v)[0]["node"], "n1");
+}
+
+/// Filtering and scoring run in parallel over nodes; the report must not
+/// depend on how many threads do it.
+#[test]
+fn report_does_not_depend_on_thread_count() {
+    let dir = scratch("threads");
+    let mut yaml = String::new();
+    for i in 0..200 {
+        let zone = ["a", "b", "c"][i % 3];
+        let taint =
+            if i % 7 == 0 { "spec:\n  taints: [{key: dedicated, value: gpu, effect: NoSchedule}]\n" } else { "" };
+        let cpu = 2 + i % 5;
+        yaml.push_str(&format!(
+            "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-{i:03}\n  labels: {{kubernetes.io/hostname: node-{i:03}, topology.kubernetes.io/zone: {zone}, disk: {disk}}}\n{taint}status:\n  allocatable: {{cpu: \"{cpu}\", memory: {mem}Gi, pods: \"20\"}}\n---\n",
+            disk = if i % 2 == 0 { "ssd" } else { "hdd" },
+            mem = 4 + i % 9,
+        ));
+    }
+    yaml.push_str(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: default}\nspec:\n  replicas: 150\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      schedulerName: gpu-scheduler\n      containers: [{name: c, image: web, resources: {requests: {cpu: 2500m, memory: 1Gi}}}]\n---\n",
+    );
+    for i in 0..60 {
+        yaml.push_str(&format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: job-{i}, namespace: default}}\nspec:\n  schedulerName: gpu-scheduler\n  nodeSelector: {{disk: ssd}}\n  tolerations: [{{key: dedicated, operator: Exists}}]\n  containers: [{{name: c, image: job, resources: {{requests: {{cpu: \"{cpu}\", memory: 2Gi}}}}}}]\n---\n",
+            cpu = 1 + i % 3,
+        ));
+    }
+    let file = write(&dir, "big.yaml", &yaml);
+    let run_with = |threads: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_gpu-scheduler"))
+            .args(["simulate", "--output", "json", "--seed", "7", "--now", NOW, &file])
+            .env("RAYON_NUM_THREADS", threads)
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let one = run_with("1");
+    let v: Value = serde_json::from_str(&one).unwrap();
+    assert_eq!(placements(&v).len(), 210);
+    assert!(placements(&v).iter().any(|p| p["node"].is_null()), "some pods should not fit");
+    assert_eq!(one, run_with("4"), "1 thread vs 4 threads");
+}
