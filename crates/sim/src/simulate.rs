@@ -296,7 +296,8 @@ fn simulate_in_pool(
     }
 
     let total = order.len();
-    let mut decided: HashSet<String> = HashSet::new();
+    // Pods decided at least once, for progress: derived from `Placement::decided`.
+    let mut done = 0usize;
     let mut decisions = 0usize;
     let mut kept: Option<DecisionRecord> = None;
     let mut keep = |record: DecisionRecord| {
@@ -327,6 +328,7 @@ fn simulate_in_pool(
                 decisions += 1;
                 if let Some(p) = placements.get_mut(&uid) {
                     p.attempts += 1;
+                    done += usize::from(p.decided.is_none());
                     p.decided = Some(decisions);
                     if ok {
                         p.node = Some(node);
@@ -339,7 +341,6 @@ fn simulate_in_pool(
                 keep(record);
                 if ok {
                     sched.on_pod_upsert(bound, now);
-                    decided.insert(uid);
                 }
             }
             CycleOutcome::Failed(f) => {
@@ -347,6 +348,7 @@ fn simulate_in_pool(
                 decisions += 1;
                 if let Some(p) = placements.get_mut(&uid) {
                     p.attempts += 1;
+                    done += usize::from(p.decided.is_none());
                     p.decided = Some(decisions);
                     p.reason = Some(f.message.clone());
                     if !f.unschedulable && p.attempts >= MAX_ERROR_ATTEMPTS {
@@ -354,10 +356,9 @@ fn simulate_in_pool(
                     }
                 }
                 keep(f.record);
-                decided.insert(uid);
             }
         }
-        progress(decided.len().min(total), total);
+        progress(done, total);
     }
     for pod in sched.gated_pods() {
         if let Some(p) = placements.get_mut(&pod.uid) {
