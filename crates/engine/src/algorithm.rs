@@ -3,13 +3,11 @@
 //! Score → NormalizeScore → weighted sum → select (ties broken from the
 //! seeded random source). Pure: everything it reads is passed in.
 
-use std::sync::Arc;
-
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
-use crate::cache::{NodeInfo, Snapshot};
+use crate::cache::{NodeList, NodeView, Snapshot};
 use crate::explain::{DecisionRecord, FitError, ScoreColumn};
 use crate::framework::{
     Code, CycleState, FilterPlugin, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeStatus, ScorePlugin, Status,
@@ -96,6 +94,7 @@ impl Algorithm {
             pod: pod.key(),
             profile: profile.scheduler_name.clone(),
             total_nodes: snap.nodes().len(),
+            nodes: snap.names().clone(),
             ..Default::default()
         };
         let result = self.decide(profile, state, pod, snap, &mut record);
@@ -105,7 +104,7 @@ impl Algorithm {
                 let failed: Vec<NodeStatus> = fit
                     .rejected
                     .iter()
-                    .map(|(n, s)| NodeStatus { node: n.name().to_string(), status: s.clone() })
+                    .map(|(i, s)| NodeStatus { node: snap.names()[*i].clone(), status: s.clone() })
                     .collect();
                 for p in &profile.post_filter {
                     let Some(pf) = p.as_post_filter() else { continue };
@@ -189,12 +188,14 @@ impl Algorithm {
             }
         }
 
+        // Nodes are handled by their position in the snapshot: the hot path
+        // then reads the contiguous summaries and touches no reference count.
         // The nominated node (a previous PostFilter's choice) is tried first.
-        let mut feasible: Vec<Arc<NodeInfo>> = Vec::new();
-        let mut rejected: Vec<(Arc<NodeInfo>, Status)> = Vec::new();
-        if let Some(n) = pod.nominated_node_name.as_deref().and_then(|n| snap.get(n)) {
-            match filter_node(&filters, state, pod, n) {
-                Ok(()) => feasible.push(n.clone()),
+        let mut feasible: Vec<usize> = Vec::new();
+        let mut rejected: Vec<(usize, Status)> = Vec::new();
+        if let Some(i) = pod.nominated_node_name.as_deref().and_then(|n| snap.position(n)) {
+            match filter_node(&filters, state, pod, &snap.view(i)) {
+                Ok(()) => feasible.push(i),
                 Err(s) if s.code == Code::Error => return Err(ScheduleError::Internal(s)),
                 Err(_) => {}
             }
@@ -202,14 +203,15 @@ impl Algorithm {
 
         let mut absent = 0;
         if feasible.is_empty() {
-            let narrowed: Vec<Arc<NodeInfo>>;
-            let candidates: &[Arc<NodeInfo>] = match &only {
-                Some(names) => {
-                    narrowed = all.iter().filter(|n| names.contains(n.name())).cloned().collect();
-                    absent = all.len() - narrowed.len();
-                    &narrowed
-                }
-                None => all,
+            let narrowed: Option<Vec<usize>> = only.as_ref().map(|names| {
+                let mut positions: Vec<usize> = names.iter().filter_map(|n| snap.position(n)).collect();
+                positions.sort_unstable(); // search order, not the set's
+                absent = all.len() - positions.len();
+                positions
+            });
+            let candidates = match &narrowed {
+                Some(positions) => NodeList::new(snap, positions),
+                None => snap.node_list(),
             };
             let pct = profile.percentage_of_nodes_to_score.unwrap_or(self.percentage_of_nodes_to_score);
             let want = num_feasible_nodes_to_find(pct, candidates.len());
@@ -236,14 +238,14 @@ impl Algorithm {
         record.rejected = rejected;
         let feasible_count = feasible.len();
         if feasible_count == 1 {
-            let node = feasible[0].name().to_string();
+            let node = all[feasible[0]].name().to_string();
             record.feasible = feasible;
             return Ok(ScheduleResult { node, evaluated_nodes: record.evaluated_nodes, feasible_nodes: 1 });
         }
 
-        let (columns, totals) = score_nodes(profile, state, pod, &feasible, snap)?;
+        let (columns, totals) = score_nodes(profile, state, pod, NodeList::new(snap, &feasible))?;
         let best = self.select_host(&totals);
-        let node = feasible[best].name().to_string();
+        let node = all[feasible[best]].name().to_string();
         record.feasible = feasible;
         record.columns = columns;
         record.totals = totals;
@@ -259,10 +261,10 @@ impl Algorithm {
         filters: &[(&'static str, &dyn FilterPlugin)],
         state: &CycleState,
         pod: &Pod,
-        nodes: &[Arc<NodeInfo>],
+        nodes: NodeList,
         want: usize,
-        feasible: &mut Vec<Arc<NodeInfo>>,
-        rejected: &mut Vec<(Arc<NodeInfo>, Status)>,
+        feasible: &mut Vec<usize>,
+        rejected: &mut Vec<(usize, Status)>,
     ) -> Result<usize, ScheduleError> {
         let n = nodes.len();
         if n == 0 {
@@ -271,7 +273,7 @@ impl Algorithm {
         let start = self.next_start_node_index % n;
         if filters.is_empty() {
             let take = want.min(n);
-            feasible.extend((0..take).map(|i| nodes[(start + i) % n].clone()));
+            feasible.extend((0..take).map(|i| nodes.position((start + i) % n)));
             self.next_start_node_index = (start + take) % n;
             return Ok(take);
         }
@@ -282,28 +284,29 @@ impl Algorithm {
         let mut verdicts: Vec<Result<(), Status>> = Vec::with_capacity(chunk);
         'chunks: while processed < n {
             let len = chunk.min(n - processed);
-            let at = |i: usize| &nodes[(start + processed + i) % n];
+            let at = |i: usize| nodes.position((start + processed + i) % n);
+            let check = |i: usize| filter_node(filters, state, pod, &nodes.get((start + processed + i) % n));
             verdicts.clear();
             if len < PARALLEL_THRESHOLD {
-                verdicts.extend((0..len).map(|i| filter_node(filters, state, pod, at(i))));
+                verdicts.extend((0..len).map(check));
             } else {
                 (0..len)
                     .into_par_iter()
                     .with_min_len(PARALLEL_THRESHOLD / 2)
-                    .map(|i| filter_node(filters, state, pod, at(i)))
+                    .map(check)
                     .collect_into_vec(&mut verdicts);
             }
             for (i, v) in verdicts.drain(..).enumerate() {
                 match v {
                     Ok(()) => {
-                        feasible.push(at(i).clone());
+                        feasible.push(at(i));
                         if feasible.len() >= want {
                             processed += i + 1;
                             break 'chunks;
                         }
                     }
                     Err(s) if s.code == Code::Error => return Err(ScheduleError::Internal(s)),
-                    Err(s) => rejected.push((at(i).clone(), s)),
+                    Err(s) => rejected.push((at(i), s)),
                 }
             }
             processed += len;
@@ -337,7 +340,7 @@ fn filter_node(
     filters: &[(&'static str, &dyn FilterPlugin)],
     state: &CycleState,
     pod: &Pod,
-    node: &NodeInfo,
+    node: &NodeView<'_>,
 ) -> Result<(), Status> {
     for (name, f) in filters {
         let s = f.filter(state, pod, node);
@@ -350,18 +353,13 @@ fn filter_node(
 
 type Scores = (Vec<ScoreColumn>, Vec<f64>);
 
-/// PreScore, Score (parallel over nodes), NormalizeScore and the weighted sum.
-fn score_nodes(
-    profile: &Profile,
-    state: &mut CycleState,
-    pod: &Pod,
-    nodes: &[Arc<NodeInfo>],
-    snap: &Snapshot,
-) -> Result<Scores, ScheduleError> {
+/// PreScore, Score (parallel over nodes), NormalizeScore and the weighted
+/// sum, over the feasible nodes.
+fn score_nodes(profile: &Profile, state: &mut CycleState, pod: &Pod, nodes: NodeList) -> Result<Scores, ScheduleError> {
     let mut skipped: Vec<&'static str> = Vec::new();
     for p in &profile.pre_score {
         let Some(ps) = p.as_pre_score() else { continue };
-        let s = ps.pre_score(state, pod, nodes, snap).with_plugin(p.name());
+        let s = ps.pre_score(state, pod, nodes).with_plugin(p.name());
         match s.code {
             Code::Success => {}
             Code::Skip => skipped.push(p.name()),
@@ -382,16 +380,17 @@ fn score_nodes(
     let state: &CycleState = state;
     // Node-major matrix so that each node's scores are one contiguous chunk.
     let mut matrix = vec![0i64; nodes.len() * np];
-    let score_row = |(row, node): (&mut [i64], &Arc<NodeInfo>)| -> Result<(), Status> {
+    let score_row = |(row, i): (&mut [i64], usize)| -> Result<(), Status> {
+        let node = nodes.get(i);
         for (k, (name, s, _)) in scorers.iter().enumerate() {
-            row[k] = s.score(state, pod, node).map_err(|e| e.with_plugin(name))?;
+            row[k] = s.score(state, pod, &node).map_err(|e| e.with_plugin(name))?;
         }
         Ok(())
     };
     if nodes.len() < PARALLEL_THRESHOLD {
-        matrix.chunks_mut(np).zip(nodes.iter()).try_for_each(score_row)
+        matrix.chunks_mut(np).zip(0..nodes.len()).try_for_each(score_row)
     } else {
-        matrix.par_chunks_mut(np).with_min_len(PARALLEL_THRESHOLD / 2).zip(nodes.par_iter()).try_for_each(score_row)
+        matrix.par_chunks_mut(np).with_min_len(PARALLEL_THRESHOLD / 2).zip(0..nodes.len()).try_for_each(score_row)
     }
     .map_err(ScheduleError::Internal)?;
 

@@ -12,94 +12,9 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
-use crate::model::{HostPort, LABEL_REGION, LABEL_ZONE, Labels, Node, PodRef};
-use crate::resources::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, Resources};
-
-/// The aggregated state of one node: the node and the pods on it.
-///
-/// `repr(C)`, hot fields first: filters and scores visit thousands of
-/// NodeInfos per decision, and what they read (requests, pod count, the
-/// node's flags, taints and allocatable) then sits in a few adjacent cache
-/// lines instead of being scattered over the struct.
-#[derive(Debug, Clone)]
-#[repr(C)]
-pub struct NodeInfo {
-    /// Sum of the pods' effective requests.
-    pub requested: Resources,
-    /// Sum of requests with the non-zero defaults, for scoring.
-    pub non_zero_milli_cpu: i64,
-    pub non_zero_memory: i64,
-    pub pods: Vec<PodRef>,
-    /// The node itself, inline: one pointer fewer is one cache miss fewer
-    /// in the hot path.
-    pub node: Node,
-    /// False for a placeholder made because pods name a node not (yet) seen.
-    pub has_node: bool,
-    /// Pods with any (anti-)affinity, for InterPodAffinity.
-    pub pods_with_affinity: Vec<PodRef>,
-    /// Pods with required anti-affinity, checked against every incoming pod.
-    pub pods_with_required_anti_affinity: Vec<PodRef>,
-    pub used_ports: Vec<HostPort>,
-    /// The cache generation of this node's last change.
-    pub generation: u64,
-}
-
-impl NodeInfo {
-    pub fn new(node: Node) -> Self {
-        NodeInfo {
-            node,
-            has_node: true,
-            pods: Vec::new(),
-            pods_with_affinity: Vec::new(),
-            pods_with_required_anti_affinity: Vec::new(),
-            requested: Resources::default(),
-            non_zero_milli_cpu: 0,
-            non_zero_memory: 0,
-            used_ports: Vec::new(),
-            generation: 0,
-        }
-    }
-
-    pub fn name(&self) -> &str {
-        &self.node.name
-    }
-
-    pub fn add_pod(&mut self, pod: PodRef) {
-        self.requested.add(&pod.requests);
-        self.non_zero_milli_cpu += pod.non_zero_milli_cpu;
-        self.non_zero_memory += pod.non_zero_memory;
-        self.used_ports.extend(pod.host_ports.iter().cloned());
-        if pod.has_affinity() {
-            self.pods_with_affinity.push(pod.clone());
-        }
-        if pod.has_required_anti_affinity() {
-            self.pods_with_required_anti_affinity.push(pod.clone());
-        }
-        self.pods.push(pod);
-    }
-
-    /// Removes the pod with `uid`; returns it if it was here.
-    pub fn remove_pod(&mut self, uid: &str) -> Option<PodRef> {
-        let i = self.pods.iter().position(|p| p.uid == uid)?;
-        let pod = self.pods.swap_remove(i);
-        self.requested.sub(&pod.requests);
-        self.non_zero_milli_cpu -= pod.non_zero_milli_cpu;
-        self.non_zero_memory -= pod.non_zero_memory;
-        for hp in &pod.host_ports {
-            if let Some(j) = self.used_ports.iter().position(|u| u == hp) {
-                self.used_ports.swap_remove(j);
-            }
-        }
-        self.pods_with_affinity.retain(|p| p.uid != uid);
-        self.pods_with_required_anti_affinity.retain(|p| p.uid != uid);
-        Some(pod)
-    }
-
-    /// What is still free of `resource` after the pods already here.
-    pub fn free(&self, resource: &str) -> i64 {
-        self.node.allocatable.get(resource) - self.requested.get(resource)
-    }
-}
+use crate::model::{LABEL_REGION, LABEL_ZONE, Labels, Node, PodRef};
+pub use crate::node_info::{NodeInfo, NodeSummary, NodeView};
+use crate::resources::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST};
 
 /// Pod-level non-zero request defaults, as kube-scheduler's
 /// `GetNonzeroRequests`: applied per container by conversion; this helper
@@ -301,6 +216,7 @@ impl Cache {
             affinity_changed |= old.pods_with_affinity.len() != info.pods_with_affinity.len()
                 || old.pods_with_required_anti_affinity.len() != info.pods_with_required_anti_affinity.len();
             snap.nodes[i] = info.clone();
+            snap.summaries[i] = info.summary();
         }
         if affinity_changed {
             snap.index_affinity();
@@ -336,6 +252,8 @@ impl Cache {
             round += 1;
         }
         snap.index = order.iter().enumerate().map(|(i, n)| (n.name().to_string(), i)).collect();
+        snap.summaries = order.iter().map(|n| n.summary()).collect();
+        snap.names = order.iter().map(|n| n.name().to_string()).collect();
         snap.nodes = order;
         snap.index_affinity();
         snap.namespaces = self.namespaces.clone();
@@ -345,10 +263,60 @@ impl Cache {
     }
 }
 
+/// Node names by snapshot position.
+pub type NodeNames = Arc<[String]>;
+
+/// Some of a snapshot's nodes (the feasible ones, for PreScore), or all.
+#[derive(Debug, Clone, Copy)]
+pub struct NodeList<'a> {
+    snap: &'a Snapshot,
+    /// Positions in the snapshot; None means every node.
+    positions: Option<&'a [usize]>,
+}
+
+impl<'a> NodeList<'a> {
+    /// The nodes of `snap` at `positions`.
+    pub fn new(snap: &'a Snapshot, positions: &'a [usize]) -> Self {
+        NodeList { snap, positions: Some(positions) }
+    }
+
+    /// The snapshot the nodes are in.
+    pub fn snapshot(&self) -> &'a Snapshot {
+        self.snap
+    }
+
+    pub fn len(&self) -> usize {
+        self.positions.map_or(self.snap.nodes.len(), <[usize]>::len)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The snapshot position of the `i`-th node of the list.
+    pub fn position(&self, i: usize) -> usize {
+        self.positions.map_or(i, |p| p[i])
+    }
+
+    pub fn get(&self, i: usize) -> NodeView<'a> {
+        self.snap.view(self.position(i))
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = NodeView<'a>> + 'a {
+        let list = *self;
+        (0..list.len()).map(move |i| list.get(i))
+    }
+}
+
 /// An immutable view of the cluster for one scheduling cycle.
 #[derive(Debug, Default, Clone)]
 pub struct Snapshot {
     nodes: Vec<Arc<NodeInfo>>,
+    /// `nodes[i].summary()`, contiguous: what the hot path reads first.
+    summaries: Vec<NodeSummary>,
+    /// `nodes[i].name()`, shared with decision records: a record names its
+    /// nodes by position without touching (or pinning) the NodeInfos.
+    names: NodeNames,
     index: HashMap<String, usize>,
     with_affinity: Vec<usize>,
     with_required_anti_affinity: Vec<usize>,
@@ -366,6 +334,22 @@ impl Snapshot {
     /// Every node, in the scheduler's search order.
     pub fn nodes(&self) -> &[Arc<NodeInfo>] {
         &self.nodes
+    }
+
+    /// Every node, as plugins see it.
+    pub fn node_list(&self) -> NodeList<'_> {
+        NodeList { snap: self, positions: None }
+    }
+
+    /// The nodes' names, by position; replaced (not changed) when the set
+    /// of nodes changes.
+    pub fn names(&self) -> &NodeNames {
+        &self.names
+    }
+
+    /// The node at `i` of [`Snapshot::nodes`], as plugins see it.
+    pub fn view(&self, i: usize) -> NodeView<'_> {
+        NodeView::new(self.summaries[i], &self.nodes[i])
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<NodeInfo>> {
@@ -420,6 +404,7 @@ impl Snapshot {
 mod tests {
     use super::*;
     use crate::model::Pod;
+    use crate::resources::Resources;
 
     fn node(name: &str, zone: &str) -> Node {
         let mut n = Node { name: name.into(), ..Default::default() };

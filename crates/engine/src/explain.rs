@@ -4,11 +4,10 @@
 //! for unschedulable pods.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::cache::NodeInfo;
+use crate::cache::NodeNames;
 use crate::framework::{Code, Status};
 
 /// Why no node was found.
@@ -17,8 +16,8 @@ pub struct FitError {
     pub num_all_nodes: usize,
     /// A PreFilter rejection applies to every node and replaces the histogram.
     pub pre_filter: Option<Status>,
-    /// Nodes rejected by a Filter plugin.
-    pub rejected: Vec<(Arc<NodeInfo>, Status)>,
+    /// Nodes rejected by a Filter plugin (by snapshot position).
+    pub rejected: Vec<(usize, Status)>,
     /// Nodes never evaluated because PreFilter narrowed the candidates; they
     /// count under this status (kube's "absent nodes" status).
     pub absent_status: Option<(usize, Status)>,
@@ -86,9 +85,12 @@ pub struct DecisionRecord {
     pub message: Option<String>,
     pub total_nodes: usize,
     pub evaluated_nodes: usize,
+    /// The snapshot's node names: `feasible` and `rejected` hold positions
+    /// in it, so recording touches no NodeInfo.
+    pub nodes: NodeNames,
     /// Nodes that passed every filter (those scored, in order).
-    pub feasible: Vec<Arc<NodeInfo>>,
-    pub rejected: Vec<(Arc<NodeInfo>, Status)>,
+    pub feasible: Vec<usize>,
+    pub rejected: Vec<(usize, Status)>,
     pub pre_filter_rejection: Option<Status>,
     pub columns: Vec<ScoreColumn>,
     pub totals: Vec<f64>,
@@ -138,6 +140,16 @@ pub struct Explanation {
 }
 
 impl DecisionRecord {
+    /// The name of the node at snapshot position `i`.
+    pub fn node_name(&self, i: usize) -> &str {
+        self.nodes.get(i).map_or("", String::as_str)
+    }
+
+    /// The names of the feasible nodes, in the order they were scored.
+    pub fn feasible_names(&self) -> impl Iterator<Item = &str> {
+        self.feasible.iter().map(|&i| self.node_name(i))
+    }
+
     /// Expands the record into per-node verdicts: the selected node first,
     /// then feasible nodes by total score, then rejected nodes.
     pub fn explain(&self) -> Explanation {
@@ -158,9 +170,10 @@ impl DecisionRecord {
                         weighted: c.normalized[i] as f64 * c.weight,
                     })
                     .collect();
-                let selected = self.node.as_deref() == Some(n.name());
+                let name = self.node_name(*n);
+                let selected = self.node.as_deref() == Some(name);
                 NodeVerdict {
-                    node: n.name().to_string(),
+                    node: name.to_string(),
                     verdict: if selected { "selected" } else { "feasible" }.into(),
                     plugin: None,
                     reasons: Vec::new(),
@@ -179,7 +192,7 @@ impl DecisionRecord {
             .rejected
             .iter()
             .map(|(n, s)| NodeVerdict {
-                node: n.name().to_string(),
+                node: self.node_name(*n).to_string(),
                 verdict: if s.code == Code::Error { "error" } else { "rejected" }.into(),
                 plugin: Some(s.plugin.to_string()),
                 reasons: s.reasons.iter().map(|r| r.to_string()).collect(),
@@ -205,11 +218,6 @@ impl DecisionRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::node;
-
-    fn info(name: &str) -> Arc<NodeInfo> {
-        Arc::new(NodeInfo::new(node(name).build()))
-    }
 
     #[test]
     fn message_counts_and_sorts_reasons_like_kube() {
@@ -222,11 +230,11 @@ mod tests {
             num_all_nodes: 5,
             pre_filter: None,
             rejected: vec![
-                (info("a"), fit(&["Insufficient nvidia.com/gpu"], "NodeResourcesFit")),
-                (info("b"), fit(&["Insufficient nvidia.com/gpu", "Insufficient cpu"], "NodeResourcesFit")),
-                (info("c"), fit(&["Insufficient nvidia.com/gpu"], "NodeResourcesFit")),
-                (info("d"), fit(&["node(s) had untolerated taint(s)"], "TaintToleration")),
-                (info("e"), fit(&["node(s) had untolerated taint(s)"], "TaintToleration")),
+                (0, fit(&["Insufficient nvidia.com/gpu"], "NodeResourcesFit")),
+                (1, fit(&["Insufficient nvidia.com/gpu", "Insufficient cpu"], "NodeResourcesFit")),
+                (2, fit(&["Insufficient nvidia.com/gpu"], "NodeResourcesFit")),
+                (3, fit(&["node(s) had untolerated taint(s)"], "TaintToleration")),
+                (4, fit(&["node(s) had untolerated taint(s)"], "TaintToleration")),
             ],
             absent_status: None,
             post_filter_msg: None,

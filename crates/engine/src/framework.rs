@@ -5,9 +5,8 @@
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::collections::HashSet;
-use std::sync::Arc;
 
-use crate::cache::{NodeInfo, Snapshot};
+use crate::cache::{NodeList, NodeView, Snapshot};
 use crate::model::Pod;
 
 /// Highest score a Score plugin may give a node after normalisation.
@@ -251,8 +250,9 @@ pub trait PreFilterPlugin: Plugin {
 
 pub trait FilterPlugin: Plugin {
     /// Whether `pod` fits `node`. Called in parallel over nodes: must not
-    /// allocate on success.
-    fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status;
+    /// allocate on success. Read `node.summary()` before the NodeInfo
+    /// behind it: the summary is already in cache, the NodeInfo often not.
+    fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Status;
 }
 
 /// A node that failed filtering and the status of the plugin that failed it.
@@ -277,12 +277,12 @@ pub trait PostFilterPlugin: Plugin {
 pub trait PreScorePlugin: Plugin {
     /// Computes per-pod state for scoring over the feasible `nodes`.
     /// `Status::skip()` means this plugin's Score is not called.
-    fn pre_score(&self, state: &mut CycleState, pod: &Pod, nodes: &[Arc<NodeInfo>], snapshot: &Snapshot) -> Status;
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, nodes: NodeList<'_>) -> Status;
 }
 
 pub trait ScorePlugin: Plugin {
     /// The node's raw score. Called in parallel over nodes.
-    fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status>;
+    fn score(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Result<i64, Status>;
 
     /// Whether [`ScorePlugin::normalize`] does anything (saves a pass).
     fn has_normalize(&self) -> bool {

@@ -12,6 +12,7 @@ pub mod convert;
 pub mod explain;
 pub mod framework;
 pub mod model;
+pub mod node_info;
 pub mod profile;
 pub mod quantity;
 pub mod queue;

@@ -338,8 +338,8 @@ impl Pod {
 
 // -------------------------------------------------------------------- node
 
-/// `repr(C)` with the fields every filter reads first: they share cache
-/// lines, which matters when thousands of nodes are visited per decision.
+/// A node as the scheduler needs it. `repr(C)`, the fields filters read
+/// first (when a pod needs more than the node's `NodeSummary`) leading.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[repr(C)]
 pub struct Node {

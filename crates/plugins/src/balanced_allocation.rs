@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeInfo, Snapshot};
+use engine::cache::{NodeList, NodeView};
 use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
 use engine::model::Pod;
 use engine::registry::{ArgsError, decode_args};
@@ -82,9 +82,28 @@ fn fraction(taken: i64, allocatable: i64) -> f64 {
 }
 
 /// The v1.36 score from the node's usages (see the module doc).
-pub fn balanced_score(usages: impl Iterator<Item = Usage> + Clone) -> i64 {
-    let with = balance(usages.clone().map(|u| fraction(u.requested, u.allocatable)));
-    let without = balance(usages.map(|u| fraction(u.allocated, u.allocatable)));
+pub fn balanced_score(usages: impl Iterator<Item = Usage>) -> i64 {
+    // Each fraction is computed once (balance reads them twice or more);
+    // a handful of resources fit on the stack, more spill to the heap.
+    const ON_STACK: usize = 8;
+    let mut stack = [(0.0, 0.0); ON_STACK];
+    let mut heap: Vec<(f64, f64)> = Vec::new();
+    let mut n = 0;
+    for u in usages {
+        let pair = (fraction(u.requested, u.allocatable), fraction(u.allocated, u.allocatable));
+        if n < ON_STACK {
+            stack[n] = pair;
+        } else {
+            if heap.is_empty() {
+                heap.extend_from_slice(&stack);
+            }
+            heap.push(pair);
+        }
+        n += 1;
+    }
+    let pairs = if n <= ON_STACK { &stack[..n] } else { &heap[..] };
+    let with = balance(pairs.iter().map(|p| p.0));
+    let without = balance(pairs.iter().map(|p| p.1));
     MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + with - without) / 2
 }
 
@@ -125,7 +144,7 @@ impl Plugin for BalancedAllocation {
 }
 
 impl PreScorePlugin for BalancedAllocation {
-    fn pre_score(&self, state: &mut CycleState, pod: &Pod, _nodes: &[Arc<NodeInfo>], _snapshot: &Snapshot) -> Status {
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, _nodes: NodeList<'_>) -> Status {
         let pod_requests = self.scorer.pod_requests(pod);
         // Scoring best-effort pods piles them onto one node (kubernetes#129138).
         if ResourceAllocationScorer::is_best_effort(&pod_requests) {
@@ -137,7 +156,7 @@ impl PreScorePlugin for BalancedAllocation {
 }
 
 impl ScorePlugin for BalancedAllocation {
-    fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
+    fn score(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Result<i64, Status> {
         match state.read::<PreScoreState>() {
             Some(s) => Ok(balanced_score(self.scorer.usages(node, &s.pod_requests))),
             // As kube: without PreScore, compute the requests here.
@@ -155,6 +174,7 @@ impl ScorePlugin for BalancedAllocation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engine::cache::Snapshot;
     use engine::framework::Code;
     use engine::testing::{node, pod};
     use serde_json::json;
@@ -169,7 +189,7 @@ mod tests {
         let pl = new(args.as_ref()).unwrap();
         let snap = Snapshot::from_parts(nodes, existing);
         let mut state = CycleState::new();
-        let st = pl.as_pre_score().unwrap().pre_score(&mut state, pod, snap.nodes(), &snap);
+        let st = pl.as_pre_score().unwrap().pre_score(&mut state, pod, snap.node_list());
         if st.code == Code::Skip {
             return None;
         }
@@ -178,7 +198,42 @@ mod tests {
         assert!(!sc.has_normalize());
         let mut names: Vec<&str> = snap.nodes().iter().map(|n| n.name()).collect();
         names.sort();
-        Some(names.iter().map(|n| sc.score(&state, pod, snap.get(n).unwrap()).unwrap()).collect())
+        Some(names.iter().map(|n| sc.score(&state, pod, &snap.get(n).unwrap().view()).unwrap()).collect())
+    }
+
+    /// The score from the formula written out, for any number of resources.
+    fn reference_score(usages: &[Usage]) -> i64 {
+        let std_of = |f: Vec<f64>| -> f64 {
+            match f.len() {
+                0 | 1 => 0.0,
+                2 => ((f[0] - f[1]) / 2.0).abs(),
+                n => {
+                    let mean = f.iter().sum::<f64>() / n as f64;
+                    (f.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64).sqrt()
+                }
+            }
+        };
+        let frac = |t: i64, a: i64| (t as f64 / a as f64).min(1.0);
+        let with = std_of(usages.iter().map(|u| frac(u.requested, u.allocatable)).collect());
+        let without = std_of(usages.iter().map(|u| frac(u.allocated, u.allocatable)).collect());
+        let (with, without) = (((1.0 - with) * 100.0) as i64, ((1.0 - without) * 100.0) as i64);
+        50 + (50 + with - without) / 2
+    }
+
+    #[test]
+    fn score_matches_the_formula_on_and_off_the_stack() {
+        // 2 and 3 resources stay on the stack; 9 and 12 spill to the heap.
+        for n in [1usize, 2, 3, 8, 9, 12] {
+            let usages: Vec<Usage> = (0..n as i64)
+                .map(|i| Usage {
+                    weight: 1,
+                    allocatable: 1000 + i * 37,
+                    allocated: i * 91 % 700,
+                    requested: i * 91 % 700 + 50 * i,
+                })
+                .collect();
+            assert_eq!(balanced_score(usages.iter().cloned()), reference_score(&usages), "{n} resources");
+        }
     }
 
     #[test]

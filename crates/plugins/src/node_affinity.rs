@@ -15,7 +15,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use engine::cache::{NodeInfo, Snapshot};
+use engine::cache::{NodeList, NodeView, Snapshot};
 use engine::framework::{
     ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, MAX_NODE_SCORE, Plugin, PreFilterPlugin,
     PreFilterResult, PreScorePlugin, ScorePlugin, Status,
@@ -137,7 +137,7 @@ impl PreFilterPlugin for NodeAffinity {
 }
 
 impl FilterPlugin for NodeAffinity {
-    fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
+    fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Status {
         if self.added_required.as_ref().is_some_and(|s| !s.matches(&node.node)) {
             return Status::unresolvable(ERR_REASON_ENFORCED);
         }
@@ -150,7 +150,7 @@ impl FilterPlugin for NodeAffinity {
 }
 
 impl PreScorePlugin for NodeAffinity {
-    fn pre_score(&self, _state: &mut CycleState, pod: &Pod, _nodes: &[Arc<NodeInfo>], _snapshot: &Snapshot) -> Status {
+    fn pre_score(&self, _state: &mut CycleState, pod: &Pod, _nodes: NodeList<'_>) -> Status {
         if pod.preferred_node_affinity.is_empty() && self.added_preferred.is_empty() {
             return Status::skip();
         }
@@ -159,7 +159,7 @@ impl PreScorePlugin for NodeAffinity {
 }
 
 impl ScorePlugin for NodeAffinity {
-    fn score(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
+    fn score(&self, _state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Result<i64, Status> {
         Ok(preferred_score(&self.added_preferred, &node.node)
             + preferred_score(&pod.preferred_node_affinity, &node.node))
     }
@@ -424,6 +424,7 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engine::cache::NodeInfo;
     use engine::framework::Code;
     use engine::model::Requirement;
     use engine::testing::{NodeBuilder, PodBuilder, node, pod};
@@ -472,7 +473,7 @@ mod tests {
         if !s.is_success() {
             return s;
         }
-        pl.filter(&state, p, n)
+        pl.filter(&state, p, &n.view())
     }
 
     #[test]
@@ -846,12 +847,13 @@ mod tests {
         for c in cases {
             let p = c.pod.build();
             let mut state = CycleState::new();
-            let s = c.pl.pre_score(&mut state, &p, &[], &Snapshot::new());
+            let s = c.pl.pre_score(&mut state, &p, Snapshot::new().node_list());
             assert_eq!(s.is_skip(), c.skip, "{}: {s:?}", c.name);
             if c.skip {
                 continue;
             }
-            let mut scores: Vec<i64> = c.nodes.into_iter().map(|n| c.pl.score(&state, &p, &info(n)).unwrap()).collect();
+            let mut scores: Vec<i64> =
+                c.nodes.into_iter().map(|n| c.pl.score(&state, &p, &info(n).view()).unwrap()).collect();
             assert_eq!(scores, c.raw, "{}: raw", c.name);
             assert!(c.pl.normalize(&state, &p, &mut scores).is_success());
             assert_eq!(scores, c.want, "{}: normalized", c.name);

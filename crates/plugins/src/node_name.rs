@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use engine::cache::NodeInfo;
+use engine::cache::{NodeInfo, NodeView};
 use engine::framework::{ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, Status};
 use engine::model::Pod;
 use engine::registry::ArgsError;
@@ -43,7 +43,7 @@ impl Plugin for NodeName {
 }
 
 impl FilterPlugin for NodeName {
-    fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
+    fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Status {
         if fits(pod, node) { Status::success() } else { Status::unresolvable(ERR_REASON) }
     }
 }
@@ -71,7 +71,7 @@ mod tests {
         for (name, want_node, on, want) in cases {
             let p = pod("p").with(|p| p.node_name = want_node.map(str::to_string)).build();
             let info = NodeInfo::new(node(on).build());
-            let s = NodeName.filter(&CycleState::new(), &p, &info);
+            let s = NodeName.filter(&CycleState::new(), &p, &info.view());
             if want {
                 assert!(s.is_success(), "{name}: {s:?}");
             } else {

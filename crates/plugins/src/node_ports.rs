@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeInfo, Snapshot};
+use engine::cache::{NodeView, Snapshot};
 use engine::framework::{
     ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult,
     Status,
@@ -96,7 +96,7 @@ impl PreFilterPlugin for NodePorts {
 }
 
 impl FilterPlugin for NodePorts {
-    fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
+    fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Status {
         // Without PreFilter's state (e.g. a caller running Filter alone) the
         // pod's own list gives the same answer: ports ≤ 0 never conflict.
         let wanted = state.read::<WantedPorts>().map_or(pod.host_ports.as_slice(), |w| w.0.as_slice());
@@ -186,7 +186,7 @@ mod tests {
             let (res, s) = NodePorts.pre_filter(&mut state, &p, &snap);
             assert_eq!(res, PreFilterResult::default(), "{name}");
             assert!(s.is_success(), "{name}: {s:?}");
-            let s = NodePorts.filter(&state, &p, info);
+            let s = NodePorts.filter(&state, &p, &info.view());
             if fits {
                 assert!(s.is_success(), "{name}: {s:?}");
             } else {
@@ -194,7 +194,7 @@ mod tests {
                 assert_eq!(s.message(), ERR_REASON, "{name}");
             }
             // Filter without PreFilter agrees.
-            assert_eq!(NodePorts.filter(&CycleState::new(), &p, info), s, "{name}: stateless");
+            assert_eq!(NodePorts.filter(&CycleState::new(), &p, &info.view()), s, "{name}: stateless");
         }
     }
 

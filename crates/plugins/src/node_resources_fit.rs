@@ -23,7 +23,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use engine::cache::{NodeInfo, Snapshot};
+use engine::cache::{NodeList, NodeView, Snapshot};
 use engine::framework::{
     ClusterEvent, Code, CycleState, EventAction, EventResource, FilterPlugin, MAX_NODE_SCORE, Plugin, PreFilterPlugin,
     PreFilterResult, PreScorePlugin, ScorePlugin, Status,
@@ -427,17 +427,17 @@ impl PreFilterPlugin for NodeResourcesFit {
 }
 
 impl FilterPlugin for NodeResourcesFit {
-    fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
+    fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeView<'_>) -> Status {
         let Some(s) = state.read::<PreFilterState>() else {
             return Status::error("error reading \"PreFilterNodeResourcesFit\" from cycleState: not found");
         };
-        let alloc = &node.node.allocatable;
-        let used = &node.requested;
+        // The summary has all but extended resources.
+        let n = node.summary();
         // Stays unallocated unless the node fails.
         let mut reasons: Vec<Cow<'static, str>> = Vec::new();
         let mut unresolvable = false;
 
-        if node.pods.len() as i64 + 1 > alloc.allowed_pod_number {
+        if i64::from(n.pod_count) + 1 > n.allowed_pod_number {
             reasons.push(Cow::Borrowed("Too many pods"));
         }
         if s.any {
@@ -447,14 +447,15 @@ impl FilterPlugin for NodeResourcesFit {
                     unresolvable |= request > allocatable;
                 }
             };
-            check(s.milli_cpu, alloc.milli_cpu, used.milli_cpu, Cow::Borrowed("Insufficient cpu"));
-            check(s.memory, alloc.memory, used.memory, Cow::Borrowed("Insufficient memory"));
+            check(s.milli_cpu, n.allocatable_milli_cpu, n.requested_milli_cpu, Cow::Borrowed("Insufficient cpu"));
+            check(s.memory, n.allocatable_memory, n.requested_memory, Cow::Borrowed("Insufficient memory"));
             check(
                 s.ephemeral_storage,
-                alloc.ephemeral_storage,
-                used.ephemeral_storage,
+                n.allocatable_ephemeral_storage,
+                n.requested_ephemeral_storage,
                 Cow::Borrowed("Insufficient ephemeral-storage"),
             );
+            let (alloc, used) = (&node.node.allocatable, &node.requested);
             for r in &s.scalars {
                 let allocatable = alloc.scalar(&r.name);
                 if r.quantity > allocatable - used.scalar(&r.name) {
@@ -473,14 +474,14 @@ impl FilterPlugin for NodeResourcesFit {
 }
 
 impl PreScorePlugin for NodeResourcesFit {
-    fn pre_score(&self, state: &mut CycleState, pod: &Pod, _nodes: &[Arc<NodeInfo>], _snapshot: &Snapshot) -> Status {
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, _nodes: NodeList<'_>) -> Status {
         state.write(PreScoreState { pod_requests: self.scorer.pod_requests(pod) });
         Status::success()
     }
 }
 
 impl ScorePlugin for NodeResourcesFit {
-    fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
+    fn score(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Result<i64, Status> {
         match state.read::<PreScoreState>() {
             Some(s) => Ok(self.strategy.score(self.scorer.usages(node, &s.pod_requests))),
             // As kube: without PreScore, compute the requests here.
@@ -511,7 +512,7 @@ mod tests {
         let (_, st) = pl.as_pre_filter().unwrap().pre_filter(&mut state, pod, &snap);
         assert!(st.is_success(), "{st:?}");
         let info = &snap.nodes()[0];
-        pl.as_filter().unwrap().filter(&state, pod, info)
+        pl.as_filter().unwrap().filter(&state, pod, &info.view())
     }
 
     #[test]
@@ -726,7 +727,7 @@ mod tests {
     fn filter_without_pre_filter_is_an_error() {
         let pl = plugin(None);
         let snap = Snapshot::from_parts(vec![node("n1").build()], vec![]);
-        let st = pl.as_filter().unwrap().filter(&CycleState::new(), &pod("p").build(), &snap.nodes()[0]);
+        let st = pl.as_filter().unwrap().filter(&CycleState::new(), &pod("p").build(), &snap.nodes()[0].view());
         assert_eq!(st.code, Code::Error);
     }
 
@@ -739,13 +740,13 @@ mod tests {
         let pl = plugin(args);
         let snap = Snapshot::from_parts(nodes, existing);
         let mut state = CycleState::new();
-        let st = pl.as_pre_score().unwrap().pre_score(&mut state, pod, snap.nodes(), &snap);
+        let st = pl.as_pre_score().unwrap().pre_score(&mut state, pod, snap.node_list());
         assert!(st.is_success());
         let sc = pl.as_score().unwrap();
         assert!(!sc.has_normalize());
         let mut names: Vec<&str> = snap.nodes().iter().map(|n| n.name()).collect();
         names.sort();
-        names.iter().map(|n| sc.score(&state, pod, snap.get(n).unwrap()).unwrap()).collect()
+        names.iter().map(|n| sc.score(&state, pod, &snap.get(n).unwrap().view()).unwrap()).collect()
     }
 
     #[test]

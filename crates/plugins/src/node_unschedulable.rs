@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, LazyLock};
 
-use engine::cache::NodeInfo;
+use engine::cache::NodeView;
 use engine::framework::{ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, Status};
 use engine::model::{Pod, Taint, TaintEffect};
 use engine::registry::ArgsError;
@@ -49,8 +49,8 @@ impl Plugin for NodeUnschedulable {
 }
 
 impl FilterPlugin for NodeUnschedulable {
-    fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
-        if !node.node.unschedulable || tolerations_tolerate_taint(&pod.tolerations, &UNSCHEDULABLE_TAINT) {
+    fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Status {
+        if !node.summary().unschedulable || tolerations_tolerate_taint(&pod.tolerations, &UNSCHEDULABLE_TAINT) {
             return Status::success();
         }
         Status::unresolvable(ERR_REASON_UNSCHEDULABLE)
@@ -65,6 +65,7 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engine::cache::NodeInfo;
     use engine::framework::Code;
     use engine::model::TolerationOp;
     use engine::testing::{node, pod};
@@ -96,7 +97,7 @@ mod tests {
                 n = n.unschedulable();
             }
             let info = NodeInfo::new(n.build());
-            let s = NodeUnschedulable.filter(&CycleState::new(), &p.build(), &info);
+            let s = NodeUnschedulable.filter(&CycleState::new(), &p.build(), &info.view());
             if want {
                 assert!(s.is_success(), "{name}: {s:?}");
             } else {
@@ -111,7 +112,7 @@ mod tests {
         // The taint itself is TaintToleration's; this plugin reads only spec.unschedulable.
         let n = node("n").taint(TAINT_NODE_UNSCHEDULABLE, "", TaintEffect::NoSchedule).build();
         let info = NodeInfo::new(n);
-        assert!(NodeUnschedulable.filter(&CycleState::new(), &pod("p").build(), &info).is_success());
+        assert!(NodeUnschedulable.filter(&CycleState::new(), &pod("p").build(), &info.view()).is_success());
     }
 
     #[test]

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use engine::cache::NodeInfo;
+use engine::cache::NodeView;
 use engine::model::Pod;
 use engine::registry::ArgsError;
 use engine::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, ResourceName, is_scalar_resource_name};
@@ -155,19 +155,21 @@ impl ResourceAllocationScorer {
     /// The node's allocatable amount and what its pods already take of one
     /// resource, or None when the resource is left out of the score: a
     /// scalar resource the pod does not request, or one the node lacks.
-    fn allocatable_allocated(&self, node: &NodeInfo, spec: &ResourceSpec, pod_request: i64) -> Option<(i64, i64)> {
-        let alloc = &node.node.allocatable;
+    fn allocatable_allocated(&self, node: &NodeView<'_>, spec: &ResourceSpec, pod_request: i64) -> Option<(i64, i64)> {
+        // Standard resources come from the summary; only extended ones
+        // need the NodeInfo.
+        let n = node.summary();
         let (allocatable, allocated) = match spec.kind {
-            Kind::Cpu if self.use_requested => (alloc.milli_cpu, node.requested.milli_cpu),
-            Kind::Cpu => (alloc.milli_cpu, node.non_zero_milli_cpu),
-            Kind::Memory if self.use_requested => (alloc.memory, node.requested.memory),
-            Kind::Memory => (alloc.memory, node.non_zero_memory),
-            Kind::EphemeralStorage => (alloc.ephemeral_storage, node.requested.ephemeral_storage),
+            Kind::Cpu if self.use_requested => (n.allocatable_milli_cpu, n.requested_milli_cpu),
+            Kind::Cpu => (n.allocatable_milli_cpu, n.non_zero_milli_cpu),
+            Kind::Memory if self.use_requested => (n.allocatable_memory, n.requested_memory),
+            Kind::Memory => (n.allocatable_memory, n.non_zero_memory),
+            Kind::EphemeralStorage => (n.allocatable_ephemeral_storage, n.requested_ephemeral_storage),
             Kind::Other { scalar } => {
                 if scalar && pod_request == 0 {
                     return None;
                 }
-                (alloc.scalar(&spec.name), node.requested.scalar(&spec.name))
+                (node.node.allocatable.scalar(&spec.name), node.requested.scalar(&spec.name))
             }
         };
         (allocatable != 0).then_some((allocatable, allocated))
@@ -178,7 +180,7 @@ impl ResourceAllocationScorer {
     /// scorers that need two passes.
     pub fn usages<'a>(
         &'a self,
-        node: &'a NodeInfo,
+        node: &'a NodeView<'a>,
         pod_requests: &'a [i64],
     ) -> impl Iterator<Item = Usage> + Clone + 'a {
         self.resources.iter().zip(pod_requests).filter_map(move |(spec, &req)| {
@@ -260,7 +262,7 @@ mod tests {
         let fit = ResourceAllocationScorer::new(specs.clone(), false);
         let reqs = fit.pod_requests(&incoming);
         assert_eq!(reqs, vec![500, 1 << 30, 1, 0, 0, 0, 0]);
-        let got: Vec<Usage> = fit.usages(info, &reqs).collect();
+        let got: Vec<Usage> = fit.usages(&info.view(), &reqs).collect();
         let mem_nz = 200 * 1024 * 1024; // pod "b" requests cpu only: its memory counts 200Mi, as does "a"'s
         assert_eq!(
             got,
@@ -278,7 +280,7 @@ mod tests {
         // Plain-requests flavour (BalancedAllocation).
         let bal = ResourceAllocationScorer::new(specs[..2].to_vec(), true);
         let reqs = bal.pod_requests(&incoming);
-        let got: Vec<Usage> = bal.usages(info, &reqs).collect();
+        let got: Vec<Usage> = bal.usages(&info.view(), &reqs).collect();
         assert_eq!(got[0], Usage { weight: 1, allocatable: 4000, allocated: 1000, requested: 1500 });
         assert_eq!(got[1], Usage { weight: 1, allocatable: 32 << 30, allocated: 0, requested: 1 << 30 });
         assert!(ResourceAllocationScorer::is_best_effort(&bal.pod_requests(&pod("be").build())));

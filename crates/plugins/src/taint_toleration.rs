@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use engine::cache::NodeInfo;
+use engine::cache::{NodeInfo, NodeView};
 use engine::framework::{
     ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, MAX_NODE_SCORE, Plugin, ScorePlugin, Status,
 };
@@ -65,7 +65,10 @@ impl Plugin for TaintToleration {
 }
 
 impl FilterPlugin for TaintToleration {
-    fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
+    fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Status {
+        if !node.summary().has_hard_taints {
+            return Status::success();
+        }
         match find_untolerated_taint(&node.node.taints, &pod.tolerations, is_do_not_schedule_taint) {
             None => Status::success(),
             Some(_) => Status::unresolvable(ERR_REASON_UNTOLERATED),
@@ -74,7 +77,10 @@ impl FilterPlugin for TaintToleration {
 }
 
 impl ScorePlugin for TaintToleration {
-    fn score(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
+    fn score(&self, _state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Result<i64, Status> {
+        if !node.summary().has_prefer_no_schedule_taints {
+            return Ok(0);
+        }
         Ok(count_intolerable_prefer_no_schedule(pod, node))
     }
 
@@ -175,7 +181,7 @@ mod tests {
             ),
         ];
         for (name, n, p, want) in cases {
-            let s = TaintToleration.filter(&CycleState::new(), &p.build(), &info(n));
+            let s = TaintToleration.filter(&CycleState::new(), &p.build(), &info(n).view());
             if want {
                 assert!(s.is_success(), "{name}: {s:?}");
             } else {
@@ -274,7 +280,7 @@ mod tests {
             let p = c.pod.build();
             let state = CycleState::new();
             let mut scores: Vec<i64> =
-                c.nodes.into_iter().map(|n| TaintToleration.score(&state, &p, &info(n)).unwrap()).collect();
+                c.nodes.into_iter().map(|n| TaintToleration.score(&state, &p, &info(n).view()).unwrap()).collect();
             assert_eq!(scores, c.raw, "{}: raw", c.name);
             assert!(TaintToleration.has_normalize());
             assert!(TaintToleration.normalize(&state, &p, &mut scores).is_success());

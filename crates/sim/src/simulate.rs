@@ -400,7 +400,7 @@ fn push_expanded(pods: &mut Vec<InputPod>, source: &Source, object: String, expa
 
 fn best_score(record: &DecisionRecord) -> Option<f64> {
     let node = record.node.as_deref()?;
-    let i = record.feasible.iter().position(|n| n.name() == node)?;
+    let i = record.feasible_names().position(|n| n == node)?;
     record.totals.get(i).copied()
 }
 

@@ -174,7 +174,7 @@ mod tests {
             let got = if status.is_skip() {
                 None
             } else {
-                let st = pl.filter(&state, &c.pod, info);
+                let st = pl.filter(&state, &c.pod, &info.view());
                 if st.is_success() {
                     None
                 } else {
@@ -812,7 +812,7 @@ mod tests {
     fn filter_without_pre_filter_state_is_an_error() {
         let pl = InterPodAffinity::default();
         let snap = snapshot(node1(), vec![], &[]);
-        let st = pl.filter(&CycleState::new(), &pod("p").build(), snap.get("node1").unwrap());
+        let st = pl.filter(&CycleState::new(), &pod("p").build(), &snap.get("node1").unwrap().view());
         assert_eq!(st.code, Code::Error);
     }
 
@@ -824,7 +824,7 @@ mod tests {
         let pl = InterPodAffinity::default();
         let mut state = CycleState::new();
         pl.pre_filter(&mut state, &c.pod, &snap);
-        let st = pl.filter(&state, &c.pod, snap.get("n1").unwrap());
+        let st = pl.filter(&state, &c.pod, &snap.get("n1").unwrap().view());
         assert!(st.is_success() && st.reasons.capacity() == 0);
     }
 }

@@ -19,7 +19,7 @@ mod scoring;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use engine::cache::{NodeInfo, Snapshot};
+use engine::cache::{NodeList, NodeView, Snapshot};
 use engine::framework::{
     ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult,
     PreScorePlugin, ScorePlugin, Status,
@@ -173,7 +173,7 @@ impl PreFilterPlugin for InterPodAffinity {
 }
 
 impl FilterPlugin for InterPodAffinity {
-    fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
+    fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Status {
         match state.read::<filtering::PreFilterState>() {
             Some(s) => s.filter(pod, &node.node.labels),
             None => Status::error(filtering::ERR_NO_PRE_FILTER_STATE),
@@ -182,7 +182,8 @@ impl FilterPlugin for InterPodAffinity {
 }
 
 impl PreScorePlugin for InterPodAffinity {
-    fn pre_score(&self, state: &mut CycleState, pod: &Pod, nodes: &[Arc<NodeInfo>], snapshot: &Snapshot) -> Status {
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, nodes: NodeList<'_>) -> Status {
+        let snapshot = nodes.snapshot();
         if nodes.is_empty() {
             return Status::skip();
         }
@@ -197,7 +198,7 @@ impl PreScorePlugin for InterPodAffinity {
 }
 
 impl ScorePlugin for InterPodAffinity {
-    fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
+    fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeView<'_>) -> Result<i64, Status> {
         match state.read::<scoring::PreScoreState>() {
             Some(s) => Ok(s.score(&node.node.labels)),
             None => Err(Status::error(scoring::ERR_NO_PRE_SCORE_STATE)),

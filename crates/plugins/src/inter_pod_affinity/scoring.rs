@@ -138,6 +138,7 @@ mod tests {
     use super::super::test_support::*;
     use super::super::{InterPodAffinity, InterPodAffinityArgs};
     use super::*;
+    use engine::cache::NodeList;
     use engine::framework::{Code, CycleState, PreScorePlugin, ScorePlugin};
     use engine::model::{LABEL_HOSTNAME, Node};
     use engine::testing::{PodBuilder, node, pod};
@@ -159,18 +160,20 @@ mod tests {
         let snap = snapshot(c.nodes.clone(), c.pods.clone(), c.namespaces);
         let pl = InterPodAffinity::with_args(c.args).unwrap();
         let mut state = CycleState::new();
-        let status = pl.pre_score(&mut state, &c.pod, snap.nodes(), &snap);
+        let status = pl.pre_score(&mut state, &c.pod, snap.node_list());
         assert_eq!(status.is_skip(), c.skip, "{}: prescore {status:?}", c.name);
         assert!(status.is_skip() || status.is_success(), "{}: {status:?}", c.name);
-        let mut scores: Vec<i64> = c
-            .want
-            .iter()
-            .map(
-                |(name, _)| {
-                    if status.is_skip() { 0 } else { pl.score(&state, &c.pod, snap.get(name).unwrap()).unwrap() }
-                },
-            )
-            .collect();
+        let mut scores: Vec<i64> =
+            c.want
+                .iter()
+                .map(|(name, _)| {
+                    if status.is_skip() {
+                        0
+                    } else {
+                        pl.score(&state, &c.pod, &snap.get(name).unwrap().view()).unwrap()
+                    }
+                })
+                .collect();
         if !status.is_skip() {
             assert!(pl.normalize(&state, &c.pod, &mut scores).is_success());
         }
@@ -557,11 +560,11 @@ mod tests {
         let pl = InterPodAffinity::default();
         let snap = snapshot(machines(), vec![], &[]);
         let p = pod("p").build();
-        let err = pl.score(&CycleState::new(), &p, snap.get("machine1").unwrap()).unwrap_err();
+        let err = pl.score(&CycleState::new(), &p, &snap.get("machine1").unwrap().view()).unwrap_err();
         assert_eq!(err.code, Code::Error);
         let mut scores = vec![0, 0];
         assert!(pl.normalize(&CycleState::new(), &p, &mut scores).is_success());
         // PreScore over no feasible node has nothing to do.
-        assert!(pl.pre_score(&mut CycleState::new(), &p, &[], &snap).is_skip());
+        assert!(pl.pre_score(&mut CycleState::new(), &p, NodeList::new(&snap, &[])).is_skip());
     }
 }

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use engine::cache::{NodeInfo, Snapshot};
+use engine::cache::{NodeView, Snapshot};
 use engine::framework::{CycleState, FilterPlugin, PreFilterPlugin, PreFilterResult, Status};
 use engine::model::{LABEL_HOSTNAME, Pod, UnsatisfiableAction};
 
@@ -96,7 +96,7 @@ impl PreFilterPlugin for PodTopologySpread {
 }
 
 impl FilterPlugin for PodTopologySpread {
-    fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
+    fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeView<'_>) -> Status {
         let Some(s) = state.read::<PreFilterState>() else {
             return Status::error(MISSING_STATE);
         };
@@ -184,7 +184,7 @@ mod tests {
         names
             .into_iter()
             .map(|name| {
-                let code = pl.filter(&state, pod, snap.get(&name).unwrap()).code;
+                let code = pl.filter(&state, pod, &snap.get(&name).unwrap().view()).code;
                 (name, code)
             })
             .collect()
@@ -545,16 +545,16 @@ mod tests {
         let snap = Snapshot::from_parts(vec![zn("a", "z1"), zn("b", "z2"), n("c")], vec![foo_on("p1", "a")]);
         let mut state = CycleState::new();
         assert!(pl.pre_filter(&mut state, &p, &snap).1.is_success());
-        let a = pl.filter(&state, &p, snap.get("a").unwrap());
+        let a = pl.filter(&state, &p, &snap.get("a").unwrap().view());
         assert_eq!(a, Status::unschedulable("node(s) didn't match pod topology spread constraints"));
-        let c = pl.filter(&state, &p, snap.get("c").unwrap());
+        let c = pl.filter(&state, &p, &snap.get("c").unwrap().view());
         assert_eq!(
             c,
             Status::unresolvable("node(s) didn't match pod topology spread constraints (missing required label)")
         );
-        assert!(pl.filter(&state, &p, snap.get("b").unwrap()).is_success());
+        assert!(pl.filter(&state, &p, &snap.get("b").unwrap().view()).is_success());
         // Filter without PreFilter is an internal error, not a rejection.
-        assert_eq!(pl.filter(&CycleState::new(), &p, snap.get("b").unwrap()).code, Code::Error);
+        assert_eq!(pl.filter(&CycleState::new(), &p, &snap.get("b").unwrap().view()).code, Code::Error);
     }
 
     #[test]

@@ -2,9 +2,8 @@
 //! Fewer matching pods in a node's domains give a higher score.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use engine::cache::{NodeInfo, Snapshot};
+use engine::cache::{NodeInfo, NodeList, NodeView};
 use engine::framework::{CycleState, MAX_NODE_SCORE, PreScorePlugin, ScorePlugin, Status};
 use engine::model::{LABEL_HOSTNAME, LabelSelector, Pod, UnsatisfiableAction};
 
@@ -54,7 +53,8 @@ fn score_for_count(count: i64, max_skew: i32, weight: f64) -> f64 {
 }
 
 impl PreScorePlugin for PodTopologySpread {
-    fn pre_score(&self, state: &mut CycleState, pod: &Pod, nodes: &[Arc<NodeInfo>], snapshot: &Snapshot) -> Status {
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, nodes: NodeList<'_>) -> Status {
+        let snapshot = nodes.snapshot();
         if snapshot.nodes().is_empty() {
             return Status::skip();
         }
@@ -69,7 +69,7 @@ impl PreScorePlugin for PodTopologySpread {
         // The candidates make the domains (and the ignored list).
         let mut counts: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
         let mut ignored = Vec::with_capacity(nodes.len());
-        for info in nodes {
+        for info in nodes.iter() {
             let labels = &info.node.labels;
             let skip = require_all && !has_all_keys(labels, keys());
             ignored.push(skip);
@@ -133,7 +133,7 @@ impl PreScorePlugin for PodTopologySpread {
 impl ScorePlugin for PodTopologySpread {
     /// The weighted count of matching pods in the node's domains (lower is
     /// better; NormalizeScore reverses it).
-    fn score(&self, state: &CycleState, pod: &Pod, info: &NodeInfo) -> Result<i64, Status> {
+    fn score(&self, state: &CycleState, pod: &Pod, info: &NodeView<'_>) -> Result<i64, Status> {
         let Some(s) = state.read::<PreScoreState>() else {
             return Err(Status::error(MISSING_STATE));
         };
@@ -190,6 +190,7 @@ impl ScorePlugin for PodTopologySpread {
 
 #[cfg(test)]
 mod tests {
+    use engine::cache::{NodeList, Snapshot};
     use engine::model::{InclusionPolicy, LABEL_HOSTNAME, Node, PodRef, TaintEffect, TopologySpreadConstraint};
     use engine::testing::{node, pod};
     use serde_json::json;
@@ -251,11 +252,12 @@ mod tests {
         let names: Vec<String> = case.nodes.iter().map(|n| n.name.clone()).collect();
         let all: Vec<Node> = case.nodes.into_iter().chain(case.failed).collect();
         let snap = Snapshot::from_parts(all, case.pods);
-        let candidates: Vec<Arc<NodeInfo>> = names.iter().map(|n| snap.get(n).unwrap().clone()).collect();
+        let positions: Vec<usize> = names.iter().map(|n| snap.position(n).unwrap()).collect();
+        let candidates = NodeList::new(&snap, &positions);
         let mut state = CycleState::new();
-        let status = pl.pre_score(&mut state, &case.pod, &candidates, &snap);
+        let status = pl.pre_score(&mut state, &case.pod, candidates);
         assert!(status.is_success(), "{}: prescore {status:?}", case.name);
-        let mut scores: Vec<i64> = candidates.iter().map(|info| pl.score(&state, &case.pod, info).unwrap()).collect();
+        let mut scores: Vec<i64> = candidates.iter().map(|node| pl.score(&state, &case.pod, &node).unwrap()).collect();
         assert!(pl.has_normalize());
         assert!(pl.normalize(&state, &case.pod, &mut scores).is_success());
         scores
@@ -585,7 +587,6 @@ mod tests {
     #[test]
     fn prescore_skips() {
         let snap = Snapshot::from_parts(vec![h("a")], vec![]);
-        let candidates: Vec<Arc<NodeInfo>> = snap.nodes().to_vec();
         let system = plugin(json!({}));
         let owned = pod("p").with(|p| p.owner_selector = Some(LabelSelector::from_match_labels([("app", "web")])));
         let cases: Vec<(&str, Pod, bool)> = vec![
@@ -600,12 +601,12 @@ mod tests {
         ];
         for (name, p, want_skip) in cases {
             let mut state = CycleState::new();
-            assert_eq!(system.pre_score(&mut state, &p, &candidates, &snap).is_skip(), want_skip, "{name}");
+            assert_eq!(system.pre_score(&mut state, &p, snap.node_list()).is_skip(), want_skip, "{name}");
         }
         // An empty cluster needs no scoring.
         let mut state = CycleState::new();
         let p = spread(pod("p"), soft(1, "zone", exists("app"))).build();
-        assert!(system.pre_score(&mut state, &p, &[], &Snapshot::new()).is_skip());
+        assert!(system.pre_score(&mut state, &p, Snapshot::new().node_list()).is_skip());
     }
 
     #[test]
@@ -614,7 +615,7 @@ mod tests {
         let snap = Snapshot::from_parts(vec![h("a")], vec![]);
         let state = CycleState::new();
         let p = pod("p").build();
-        assert!(pl.score(&state, &p, &snap.nodes()[0]).is_err());
+        assert!(pl.score(&state, &p, &snap.nodes()[0].view()).is_err());
         assert!(!pl.normalize(&state, &p, &mut [0]).is_success());
     }
 

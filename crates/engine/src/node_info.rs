@@ -1,0 +1,212 @@
+//! What the scheduler knows about one node: [`NodeInfo`] (the node and the
+//! pods on it), its [`NodeSummary`] (the few numbers and flags most filters
+//! and scores read), and [`NodeView`], the pair plugins are handed.
+//!
+//! Why a summary: a decision visits hundreds or thousands of nodes, and the
+//! first touch of each NodeInfo (a separate heap allocation) is a cache miss
+//! that costs more than the arithmetic done on it. Snapshots keep the
+//! summaries in one contiguous array, read sequentially; a plugin reaches
+//! into the NodeInfo only when the pod needs more (labels, taints, ports,
+//! extended resources, pods).
+
+use std::ops::Deref;
+
+use crate::model::{HostPort, Node, PodRef, TaintEffect};
+use crate::resources::Resources;
+
+/// The aggregated state of one node: the node and the pods on it.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    /// Sum of the pods' effective requests.
+    pub requested: Resources,
+    /// Sum of requests with the non-zero defaults, for scoring.
+    pub non_zero_milli_cpu: i64,
+    pub non_zero_memory: i64,
+    pub pods: Vec<PodRef>,
+    pub node: Node,
+    /// False for a placeholder made because pods name a node not (yet) seen.
+    pub has_node: bool,
+    /// Pods with any (anti-)affinity, for InterPodAffinity.
+    pub pods_with_affinity: Vec<PodRef>,
+    /// Pods with required anti-affinity, checked against every incoming pod.
+    pub pods_with_required_anti_affinity: Vec<PodRef>,
+    pub used_ports: Vec<HostPort>,
+    /// The cache generation of this node's last change.
+    pub generation: u64,
+}
+
+impl NodeInfo {
+    pub fn new(node: Node) -> Self {
+        NodeInfo {
+            node,
+            has_node: true,
+            pods: Vec::new(),
+            pods_with_affinity: Vec::new(),
+            pods_with_required_anti_affinity: Vec::new(),
+            requested: Resources::default(),
+            non_zero_milli_cpu: 0,
+            non_zero_memory: 0,
+            used_ports: Vec::new(),
+            generation: 0,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.node.name
+    }
+
+    pub fn add_pod(&mut self, pod: PodRef) {
+        self.requested.add(&pod.requests);
+        self.non_zero_milli_cpu += pod.non_zero_milli_cpu;
+        self.non_zero_memory += pod.non_zero_memory;
+        self.used_ports.extend(pod.host_ports.iter().cloned());
+        if pod.has_affinity() {
+            self.pods_with_affinity.push(pod.clone());
+        }
+        if pod.has_required_anti_affinity() {
+            self.pods_with_required_anti_affinity.push(pod.clone());
+        }
+        self.pods.push(pod);
+    }
+
+    /// Removes the pod with `uid`; returns it if it was here.
+    pub fn remove_pod(&mut self, uid: &str) -> Option<PodRef> {
+        let i = self.pods.iter().position(|p| p.uid == uid)?;
+        let pod = self.pods.swap_remove(i);
+        self.requested.sub(&pod.requests);
+        self.non_zero_milli_cpu -= pod.non_zero_milli_cpu;
+        self.non_zero_memory -= pod.non_zero_memory;
+        for hp in &pod.host_ports {
+            if let Some(j) = self.used_ports.iter().position(|u| u == hp) {
+                self.used_ports.swap_remove(j);
+            }
+        }
+        self.pods_with_affinity.retain(|p| p.uid != uid);
+        self.pods_with_required_anti_affinity.retain(|p| p.uid != uid);
+        Some(pod)
+    }
+
+    /// What is still free of `resource` after the pods already here.
+    pub fn free(&self, resource: &str) -> i64 {
+        self.node.allocatable.get(resource) - self.requested.get(resource)
+    }
+
+    /// This node's summary, computed now.
+    pub fn summary(&self) -> NodeSummary {
+        NodeSummary::of(self)
+    }
+
+    /// A view for calling plugins on this node outside a snapshot.
+    pub fn view(&self) -> NodeView<'_> {
+        NodeView::new(self.summary(), self)
+    }
+}
+
+/// The numbers and flags of a node that the standard filters and scores
+/// need for a pod without affinity, ports or extended resources. Derived
+/// from a [`NodeInfo`], never edited on its own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeSummary {
+    pub allocatable_milli_cpu: i64,
+    pub allocatable_memory: i64,
+    pub allocatable_ephemeral_storage: i64,
+    pub allowed_pod_number: i64,
+    pub requested_milli_cpu: i64,
+    pub requested_memory: i64,
+    pub requested_ephemeral_storage: i64,
+    pub non_zero_milli_cpu: i64,
+    pub non_zero_memory: i64,
+    pub pod_count: u32,
+    pub unschedulable: bool,
+    /// Some taint with effect NoSchedule or NoExecute.
+    pub has_hard_taints: bool,
+    /// Some taint with effect PreferNoSchedule.
+    pub has_prefer_no_schedule_taints: bool,
+}
+
+impl NodeSummary {
+    pub fn of(info: &NodeInfo) -> Self {
+        let alloc = &info.node.allocatable;
+        let taints = &info.node.taints;
+        NodeSummary {
+            allocatable_milli_cpu: alloc.milli_cpu,
+            allocatable_memory: alloc.memory,
+            allocatable_ephemeral_storage: alloc.ephemeral_storage,
+            allowed_pod_number: alloc.allowed_pod_number,
+            requested_milli_cpu: info.requested.milli_cpu,
+            requested_memory: info.requested.memory,
+            requested_ephemeral_storage: info.requested.ephemeral_storage,
+            non_zero_milli_cpu: info.non_zero_milli_cpu,
+            non_zero_memory: info.non_zero_memory,
+            pod_count: u32::try_from(info.pods.len()).unwrap_or(u32::MAX),
+            unschedulable: info.node.unschedulable,
+            has_hard_taints: taints.iter().any(|t| t.effect != TaintEffect::PreferNoSchedule),
+            has_prefer_no_schedule_taints: taints.iter().any(|t| t.effect == TaintEffect::PreferNoSchedule),
+        }
+    }
+}
+
+/// A node as plugins see it: its summary (read first; in a snapshot it
+/// comes from a contiguous array) and, through `Deref`, the full NodeInfo.
+#[derive(Debug, Clone, Copy)]
+pub struct NodeView<'a> {
+    summary: NodeSummary,
+    info: &'a NodeInfo,
+}
+
+impl<'a> NodeView<'a> {
+    pub fn new(summary: NodeSummary, info: &'a NodeInfo) -> Self {
+        debug_assert_eq!(summary, NodeSummary::of(info), "stale summary of node {}", info.name());
+        NodeView { summary, info }
+    }
+
+    pub fn summary(&self) -> &NodeSummary {
+        &self.summary
+    }
+
+    pub fn info(&self) -> &'a NodeInfo {
+        self.info
+    }
+}
+
+impl Deref for NodeView<'_> {
+    type Target = NodeInfo;
+
+    fn deref(&self) -> &NodeInfo {
+        self.info
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Taint;
+    use crate::testing::{node, pod};
+
+    #[test]
+    fn summary_follows_the_node_and_its_pods() {
+        let taint = |effect| Taint { key: "k".into(), value: String::new(), effect };
+        let mut n = node("n").capacity(4000, 8 << 30).pods(110).build();
+        n.taints = vec![taint(TaintEffect::PreferNoSchedule)];
+        let mut info = NodeInfo::new(n);
+        info.add_pod(pod("a").node("n").req(1000, 1 << 30).arc());
+        info.add_pod(pod("b").node("n").arc());
+        let s = info.summary();
+        assert_eq!(
+            (s.allocatable_milli_cpu, s.allocatable_memory, s.allowed_pod_number),
+            (4000, 8 << 30, 110),
+            "allocatable"
+        );
+        assert_eq!((s.requested_milli_cpu, s.requested_memory, s.pod_count), (1000, 1 << 30, 2), "requested");
+        // Pod "b" requests nothing: it counts 100m and 200 MiB when scoring.
+        assert_eq!((s.non_zero_milli_cpu, s.non_zero_memory), (1100, (1 << 30) + (200 << 20)), "non-zero");
+        assert_eq!((s.has_hard_taints, s.has_prefer_no_schedule_taints, s.unschedulable), (false, true, false));
+
+        info.node.taints.push(taint(TaintEffect::NoExecute));
+        info.node.unschedulable = true;
+        info.remove_pod(&info.pods[0].uid.clone());
+        let s = info.summary();
+        assert_eq!((s.has_hard_taints, s.unschedulable, s.pod_count), (true, true, 1));
+        assert_eq!(s, NodeSummary::of(&info.clone()), "pure function of the NodeInfo");
+    }
+}
