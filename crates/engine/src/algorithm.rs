@@ -197,7 +197,7 @@ impl Algorithm {
             match filter_node(&filters, state, pod, &snap.view(i)) {
                 Ok(()) => feasible.push(i),
                 Err(s) if s.code == Code::Error => return Err(ScheduleError::Internal(s)),
-                Err(_) => {}
+                Err(_) => {} // rejected or only a fallback: search as usual
             }
         }
 
@@ -215,8 +215,24 @@ impl Algorithm {
             };
             let pct = profile.percentage_of_nodes_to_score.unwrap_or(self.percentage_of_nodes_to_score);
             let want = num_feasible_nodes_to_find(pct, candidates.len());
-            let processed = self.find_feasible(&filters, state, pod, candidates, want, &mut feasible, &mut rejected)?;
+            let mut fallback: Vec<(usize, Status)> = Vec::new();
+            let processed = self.find_feasible(
+                &filters,
+                state,
+                pod,
+                candidates,
+                want,
+                &mut feasible,
+                &mut rejected,
+                &mut fallback,
+            )?;
             record.evaluated_nodes = processed;
+            // Fallback nodes are used only when nothing else fits.
+            if feasible.is_empty() {
+                feasible.extend(fallback.iter().map(|(i, _)| *i));
+            } else {
+                rejected.extend(fallback);
+            }
         } else {
             record.evaluated_nodes = 1;
         }
@@ -265,6 +281,7 @@ impl Algorithm {
         want: usize,
         feasible: &mut Vec<usize>,
         rejected: &mut Vec<(usize, Status)>,
+        fallback: &mut Vec<(usize, Status)>,
     ) -> Result<usize, ScheduleError> {
         let n = nodes.len();
         if n == 0 {
@@ -306,6 +323,7 @@ impl Algorithm {
                         }
                     }
                     Err(s) if s.code == Code::Error => return Err(ScheduleError::Internal(s)),
+                    Err(s) if s.code == Code::Fallback => fallback.push((at(i), s)),
                     Err(s) => rejected.push((at(i), s)),
                 }
             }
@@ -335,20 +353,29 @@ impl Algorithm {
     }
 }
 
-/// Runs the filters on one node; the first failure decides, as in kube-scheduler.
+/// Runs the filters on one node; the first failure decides, as in
+/// kube-scheduler. A node that passes all but was marked Fallback by some
+/// filter comes back as `Err` with that (first) Fallback status.
 fn filter_node(
     filters: &[(&'static str, &dyn FilterPlugin)],
     state: &CycleState,
     pod: &Pod,
     node: &NodeView<'_>,
 ) -> Result<(), Status> {
+    let mut fallback: Option<Status> = None;
     for (name, f) in filters {
         let s = f.filter(state, pod, node);
-        if !s.is_success() {
-            return Err(s.with_plugin(name));
+        match s.code {
+            Code::Success => {}
+            Code::Fallback => {
+                if fallback.is_none() {
+                    fallback = Some(s.with_plugin(name));
+                }
+            }
+            _ => return Err(s.with_plugin(name)),
         }
     }
-    Ok(())
+    fallback.map_or(Ok(()), Err)
 }
 
 type Scores = (Vec<ScoreColumn>, Vec<f64>);
@@ -421,6 +448,80 @@ fn score_nodes(profile: &Profile, state: &mut CycleState, pod: &Pod, nodes: Node
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::framework::{FilterPlugin, Plugin, QueueSortPlugin};
+    use crate::testing::{node, pod};
+    use std::sync::Arc;
+
+    /// Nodes named `pub*` fit only as a fallback, `bad*` never.
+    struct Tiers;
+    impl Plugin for Tiers {
+        fn name(&self) -> &'static str {
+            "Tiers"
+        }
+        fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+            Some(self)
+        }
+        fn as_queue_sort(&self) -> Option<&dyn QueueSortPlugin> {
+            Some(self)
+        }
+    }
+    impl FilterPlugin for Tiers {
+        fn filter(&self, _: &CycleState, _: &Pod, node: &NodeView<'_>) -> Status {
+            match node.name() {
+                n if n.starts_with("pub") => Status::fallback("held back"),
+                n if n.starts_with("bad") => Status::unschedulable("bad node"),
+                _ => Status::success(),
+            }
+        }
+    }
+    impl QueueSortPlugin for Tiers {
+        fn less(&self, _: &Pod, a: u64, _: &Pod, b: u64) -> bool {
+            a < b
+        }
+    }
+
+    #[test]
+    fn fallback_nodes_are_used_only_when_nothing_else_fits() {
+        let tiers: Arc<dyn Plugin> = Arc::new(Tiers);
+        let profile = Profile {
+            scheduler_name: "s".into(),
+            percentage_of_nodes_to_score: None,
+            pod_selector: None,
+            node_selector: None,
+            pre_enqueue: vec![],
+            queue_sort: tiers.clone(),
+            pre_filter: vec![],
+            filter: vec![tiers.clone()],
+            post_filter: vec![],
+            pre_score: vec![],
+            score: vec![],
+            reserve: vec![],
+            permit: vec![],
+            pre_bind: vec![],
+            bind: vec![],
+            post_bind: vec![],
+        };
+        // (nodes, expected feasible, expected held back or rejected count, outcome)
+        let cases: [(&[&str], &[&str], usize, bool); 4] = [
+            (&["priv1", "pub1", "bad1"], &["priv1"], 2, true),
+            (&["pub1", "pub2", "bad1"], &["pub1", "pub2"], 1, true),
+            (&["bad1", "bad2"], &[], 2, false),
+            (&["pub1"], &["pub1"], 0, true),
+        ];
+        for (nodes, want_feasible, want_rejected, ok) in cases {
+            let snap = Snapshot::from_parts(nodes.iter().map(|n| node(n).build()).collect(), vec![]);
+            let mut algo = Algorithm::new(100, 1);
+            let d = algo.schedule(&profile, &mut CycleState::new(), &pod("p").build(), &snap);
+            let mut feasible: Vec<&str> = d.record.feasible_names().collect();
+            feasible.sort();
+            assert_eq!(feasible, want_feasible, "{nodes:?}");
+            assert_eq!(d.record.rejected.len(), want_rejected, "{nodes:?}");
+            assert_eq!(d.result.is_ok(), ok, "{nodes:?}");
+            if let Err(e) = &d.result {
+                assert_eq!(e.message(), "0/2 nodes are available: 2 bad node.");
+            }
+        }
+    }
 
     #[test]
     fn feasible_nodes_to_find_matches_kube() {

@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
-use crate::model::{LABEL_REGION, LABEL_ZONE, Labels, Node, PodRef};
+use crate::facts::{Cloud, FactWarning, FactsConfig, NodeFacts, service_identity};
+use crate::model::{LABEL_REGION, LABEL_ZONE, Labels, Node, Pod, PodRef};
 pub use crate::node_info::{NodeInfo, NodeSummary, NodeView};
 use crate::resources::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST};
 
@@ -59,11 +60,82 @@ pub struct Cache {
     /// then rebuild their node order.
     node_set_generation: u64,
     namespaces_generation: u64,
+    facts_config: FactsConfig,
+    /// Where each service's pods run, kept as pods come and go.
+    services: HashMap<String, Arc<ServiceStats>>,
+    /// Service by the generation of its latest change (as `changes`).
+    service_changes: BTreeMap<u64, String>,
+    service_generation: HashMap<String, u64>,
+}
+
+/// Where the pods of one service (DESIGN.md §4: namespace + `app` label)
+/// run: per zone and per cloud. Kept incrementally by the cache.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServiceStats {
+    /// Pods per zone; nodes without a zone label count under "".
+    pub zones: Vec<(Arc<str>, u32)>,
+    pub private: u32,
+    pub public: u32,
+    pub total: u32,
+}
+
+impl ServiceStats {
+    /// Pods of the service in `zone` ("" for nodes without one).
+    pub fn in_zone(&self, zone: &str) -> u32 {
+        self.zones.iter().find(|(z, _)| &**z == zone).map_or(0, |(_, n)| *n)
+    }
+
+    /// The cloud the service is in: the one holding its pods, or, if pods
+    /// run in both, the one holding more (private on a tie).
+    pub fn cloud(&self) -> Option<Cloud> {
+        match (self.private, self.public) {
+            (0, 0) => None,
+            (p, q) if p >= q => Some(Cloud::Private),
+            _ => Some(Cloud::Public),
+        }
+    }
+
+    fn add(&mut self, zone: Option<&Arc<str>>, cloud: Option<Cloud>, delta: i64) {
+        let apply = |n: &mut u32| *n = u32::try_from(i64::from(*n) + delta).unwrap_or(0);
+        let zone = zone.cloned().unwrap_or_else(|| Arc::from(""));
+        match self.zones.iter_mut().find(|(z, _)| *z == zone) {
+            Some((_, n)) => apply(n),
+            None if delta > 0 => self.zones.push((zone, u32::try_from(delta).unwrap_or(0))),
+            None => {}
+        }
+        self.zones.retain(|(_, n)| *n > 0);
+        match cloud {
+            Some(Cloud::Private) => apply(&mut self.private),
+            Some(Cloud::Public) => apply(&mut self.public),
+            None => {}
+        }
+        apply(&mut self.total);
+    }
 }
 
 impl Cache {
     pub fn new() -> Self {
-        Cache { node_set_generation: 1, ..Default::default() }
+        Cache::with_facts(FactsConfig::default())
+    }
+
+    /// A cache that reads node facts with `facts_config`.
+    pub fn with_facts(facts_config: FactsConfig) -> Self {
+        Cache { node_set_generation: 1, facts_config, ..Default::default() }
+    }
+
+    /// Counts `pod` (+1 or -1) for its service on a node with these facts.
+    fn account(&mut self, pod: &Pod, facts: &NodeFacts, delta: i64) {
+        let Some(service) = service_identity(pod) else { return };
+        self.generation += 1;
+        let stats = self.services.entry(service.clone()).or_default();
+        Arc::make_mut(stats).add(facts.zone.as_ref(), facts.cloud, delta);
+        if stats.total == 0 {
+            self.services.remove(&service);
+        }
+        if let Some(old) = self.service_generation.insert(service.clone(), self.generation) {
+            self.service_changes.remove(&old);
+        }
+        self.service_changes.insert(self.generation, service);
     }
 
     fn touch(&mut self, name: &str) -> &mut NodeInfo {
@@ -96,20 +168,32 @@ impl Cache {
         self.nodes.get(name).filter(|n| n.has_node)
     }
 
-    /// Adds or replaces a node.
-    pub fn upsert_node(&mut self, node: Node) {
+    /// Adds or replaces a node; returns the problems found reading its
+    /// facts (the facts concerned are left absent).
+    pub fn upsert_node(&mut self, node: Node) -> Vec<FactWarning> {
         let zone_key = |n: &Node| (n.labels.get(LABEL_REGION).cloned(), n.labels.get(LABEL_ZONE).cloned());
         let set_changed = match self.nodes.get(&node.name) {
             Some(old) if old.has_node => zone_key(&old.node) != zone_key(&node),
             _ => true,
         };
+        let (facts, warnings) = NodeFacts::of(&node, &self.facts_config);
         let name = node.name.clone();
         let info = self.touch(&name);
+        let old_facts = std::mem::replace(&mut info.facts, facts.clone());
         info.node = node;
         info.has_node = true;
+        // Service counts follow the node if its zone or cloud changed.
+        if (&old_facts.zone, old_facts.cloud) != (&facts.zone, facts.cloud) {
+            let pods = info.pods.clone();
+            for p in &pods {
+                self.account(p, &old_facts, -1);
+                self.account(p, &facts, 1);
+            }
+        }
         if set_changed {
             self.node_set_generation += 1;
         }
+        warnings
     }
 
     /// Removes a node. Pods still bound to it keep it as a placeholder until
@@ -140,7 +224,10 @@ impl Cache {
         if self.pods.contains_key(&pod.uid) {
             return Err(CacheError::PodExists(pod.key()));
         }
-        self.touch(&node).add_pod(pod.clone());
+        let info = self.touch(&node);
+        info.add_pod(pod.clone());
+        let facts = info.facts.clone();
+        self.account(&pod, &facts, 1);
         self.pods.insert(pod.uid.clone(), PodState { pod, assumed: true });
         Ok(())
     }
@@ -170,7 +257,10 @@ impl Cache {
             }
             self.remove_pod(&pod.uid)?;
         }
-        self.touch(&node).add_pod(pod.clone());
+        let info = self.touch(&node);
+        info.add_pod(pod.clone());
+        let facts = info.facts.clone();
+        self.account(&pod, &facts, 1);
         self.pods.insert(pod.uid.clone(), PodState { pod, assumed: false });
         Ok(())
     }
@@ -185,11 +275,12 @@ impl Cache {
     pub fn remove_pod(&mut self, uid: &str) -> Result<(), CacheError> {
         let state = self.pods.remove(uid).ok_or_else(|| CacheError::PodNotFound(uid.to_string()))?;
         let Some(node) = state.pod.node_name.as_deref() else { return Ok(()) };
-        let drop_placeholder = {
+        let (drop_placeholder, facts) = {
             let info = self.touch(node);
             info.remove_pod(uid);
-            !info.has_node && info.pods.is_empty()
+            (!info.has_node && info.pods.is_empty(), info.facts.clone())
         };
+        self.account(&state.pod, &facts, -1);
         if drop_placeholder && let Some(info) = self.nodes.remove(node) {
             self.changes.remove(&info.generation);
         }
@@ -203,6 +294,12 @@ impl Cache {
     /// Brings `snap` up to date: copies (by pointer) the nodes changed since
     /// its generation; rebuilds the node order only when nodes came or went.
     pub fn update_snapshot(&self, snap: &mut Snapshot) {
+        for (_, name) in self.service_changes.range(snap.generation + 1..) {
+            match self.services.get(name) {
+                Some(stats) => snap.services.insert(name.clone(), stats.clone()),
+                None => snap.services.remove(name),
+            };
+        }
         if snap.node_set_generation != self.node_set_generation {
             self.rebuild_snapshot(snap);
             return;
@@ -314,6 +411,8 @@ pub struct Snapshot {
     nodes: Vec<Arc<NodeInfo>>,
     /// `nodes[i].summary()`, contiguous: what the hot path reads first.
     summaries: Vec<NodeSummary>,
+    /// Service stats by service identity (see [`ServiceStats`]).
+    services: HashMap<String, Arc<ServiceStats>>,
     /// `nodes[i].name()`, shared with decision records: a record names its
     /// nodes by position without touching (or pinning) the NodeInfos.
     names: NodeNames,
@@ -368,6 +467,11 @@ impl Snapshot {
     /// Nodes with at least one pod that has required anti-affinity.
     pub fn nodes_with_required_anti_affinity(&self) -> impl Iterator<Item = &Arc<NodeInfo>> {
         self.with_required_anti_affinity.iter().map(|&i| &self.nodes[i])
+    }
+
+    /// Where the pods of `service` (from `facts::service_identity`) run.
+    pub fn service(&self, service: &str) -> Option<&ServiceStats> {
+        self.services.get(service).map(|s| &**s)
     }
 
     pub fn namespace_labels(&self, namespace: &str) -> Option<&Labels> {
@@ -481,5 +585,71 @@ mod tests {
         assert!(snap.get("late").is_none());
         cache.remove_pod("p").unwrap();
         assert_eq!(cache.node_count(), 0);
+    }
+}
+
+#[cfg(test)]
+mod service_tests {
+    use super::*;
+    use crate::facts::LABEL_CLOUD;
+    use crate::testing::{node, pod};
+
+    fn stats(snap: &Snapshot, service: &str) -> Option<(Vec<(String, u32)>, u32, u32)> {
+        snap.service(service).map(|s| {
+            let mut zones: Vec<(String, u32)> = s.zones.iter().map(|(z, n)| (z.to_string(), *n)).collect();
+            zones.sort();
+            (zones, s.private, s.public)
+        })
+    }
+
+    #[test]
+    fn service_counts_follow_pods_and_nodes() {
+        let mut cache = Cache::new();
+        cache.upsert_node(node("a").zone("z1").label(LABEL_CLOUD, "private").build());
+        cache.upsert_node(node("b").zone("z2").label(LABEL_CLOUD, "public").build());
+        cache.upsert_node(node("c").build()); // no zone, no cloud
+        let web = |uid: &str, n: &str| pod(uid).label("app", "web").node(n).arc();
+        cache.add_pod(web("w1", "a")).unwrap();
+        cache.assume_pod(web("w2", "a")).unwrap();
+        cache.add_pod(web("w3", "b")).unwrap();
+        cache.add_pod(web("w4", "c")).unwrap();
+        cache.add_pod(pod("other").label("app", "web").namespace("shop").node("a").arc()).unwrap();
+        let mut snap = Snapshot::new();
+        cache.update_snapshot(&mut snap);
+        let z = |v: &[(&str, u32)]| v.iter().map(|(z, n)| (z.to_string(), *n)).collect::<Vec<_>>();
+        assert_eq!(stats(&snap, "default/web"), Some((z(&[("", 1), ("z1", 2), ("z2", 1)]), 2, 1)));
+        assert_eq!(snap.service("default/web").unwrap().cloud(), Some(Cloud::Private));
+        assert_eq!(stats(&snap, "shop/web"), Some((z(&[("z1", 1)]), 1, 0)));
+
+        // A pod leaves; a node moves zone and cloud: its pods move with it.
+        cache.forget_pod("w2").unwrap();
+        cache.upsert_node(node("b").zone("z3").label(LABEL_CLOUD, "private").build());
+        cache.update_snapshot(&mut snap);
+        assert_eq!(stats(&snap, "default/web"), Some((z(&[("", 1), ("z1", 1), ("z3", 1)]), 2, 0)));
+
+        // The last pod of a service gone: the service is gone, in the snapshot too.
+        cache.remove_pod("other").unwrap();
+        cache.update_snapshot(&mut snap);
+        assert_eq!(stats(&snap, "shop/web"), None);
+
+        // A fresh snapshot sees the same as the incrementally updated one.
+        let mut fresh = Snapshot::new();
+        cache.update_snapshot(&mut fresh);
+        assert_eq!(stats(&fresh, "default/web"), stats(&snap, "default/web"));
+    }
+
+    #[test]
+    fn node_facts_are_read_once_per_update_and_warned() {
+        let mut cache = Cache::new();
+        let warnings = cache.upsert_node(node("a").annotation(crate::facts::ANNOTATION_TEMPERATURE, "hot").build());
+        assert_eq!(warnings.len(), 1);
+        let warnings = cache.upsert_node(
+            node("a").annotation(crate::facts::ANNOTATION_TEMPERATURE, "71").label(LABEL_CLOUD, "public").build(),
+        );
+        assert!(warnings.is_empty());
+        let mut snap = Snapshot::new();
+        cache.update_snapshot(&mut snap);
+        let s = snap.view(0).summary().to_owned();
+        assert_eq!((s.temperature_celsius, s.cloud), (Some(71.0), Some(Cloud::Public)));
     }
 }

@@ -5,8 +5,11 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+
+use crate::facts::FactsConfig;
 
 pub const API_VERSION: &str = "gpu-scheduler.io/v1alpha1";
 pub const KIND: &str = "GpuSchedulerConfiguration";
@@ -44,6 +47,9 @@ pub struct Configuration {
     pub leader_election: LeaderElection,
     #[serde(default = "default_profiles")]
     pub profiles: Vec<ProfileConfig>,
+    /// How node labels and annotations are read as facts.
+    #[serde(default)]
+    pub node_facts: FactsConfig,
 }
 
 fn default_initial_backoff() -> u64 {
@@ -67,6 +73,7 @@ impl Default for Configuration {
             client_connection: ClientConnection::default(),
             leader_election: LeaderElection::default(),
             profiles: default_profiles(),
+            node_facts: FactsConfig::default(),
         }
     }
 }
@@ -162,6 +169,13 @@ pub struct ProfileConfig {
     /// Overrides the global percentage for this profile.
     #[serde(default)]
     pub percentage_of_nodes_to_score: Option<u32>,
+    /// Only pods matching this selector are scheduled by this profile
+    /// (canary releases); several profiles may then share a schedulerName.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_selector: Option<LabelSelector>,
+    /// Only nodes matching this selector are used (the NodePool filter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<LabelSelector>,
 }
 
 fn default_scheduler_name() -> String {
@@ -175,6 +189,8 @@ impl Default for ProfileConfig {
             plugins: PluginsConfig::default(),
             plugin_config: Vec::new(),
             percentage_of_nodes_to_score: None,
+            pod_selector: None,
+            node_selector: None,
         }
     }
 }
@@ -283,17 +299,32 @@ impl Configuration {
         if self.profiles.is_empty() {
             return Err(ConfigError::new("profiles", "at least one profile is required"));
         }
-        let mut names = HashSet::new();
+        self.node_facts.validate("nodeFacts")?;
+        // A schedulerName may repeat only after profiles that select pods:
+        // a profile without podSelector takes every remaining pod.
+        let mut catch_all = HashSet::new();
         for (i, p) in self.profiles.iter().enumerate() {
             let path = format!("profiles[{i}]");
             if p.scheduler_name.is_empty() {
                 return Err(ConfigError::new(format!("{path}.schedulerName"), "must not be empty"));
             }
-            if !names.insert(p.scheduler_name.as_str()) {
+            if catch_all.contains(p.scheduler_name.as_str()) {
                 return Err(ConfigError::new(
                     format!("{path}.schedulerName"),
-                    format!("duplicate schedulerName {:?}", p.scheduler_name),
+                    format!(
+                        "duplicate schedulerName {:?}: an earlier profile without podSelector already takes its pods",
+                        p.scheduler_name
+                    ),
                 ));
+            }
+            if p.pod_selector.is_none() {
+                catch_all.insert(p.scheduler_name.as_str());
+            }
+            for (field, sel) in [("podSelector", &p.pod_selector), ("nodeSelector", &p.node_selector)] {
+                if let Some(sel) = sel {
+                    crate::convert::label_selector(sel, "")
+                        .map_err(|e| ConfigError::new(format!("{path}.{field}{}", e.path), e.message))?;
+                }
             }
             if let Some(pct) = p.percentage_of_nodes_to_score {
                 check_percentage(&format!("{path}.percentageOfNodesToScore"), pct)?;
@@ -510,6 +541,27 @@ mod tests {
                 "profiles[0].pluginConfig[1].name",
             ),
             ("no profiles", "profiles: []\n", "profiles"),
+            (
+                "schedulerName after a catch-all profile",
+                "profiles:\n- schedulerName: a\n- schedulerName: a\n  podSelector:\n    matchLabels: {x: y}\n",
+                "profiles[1].schedulerName",
+            ),
+            (
+                "bad podSelector operator",
+                "profiles:\n- podSelector:\n    matchExpressions:\n    - {key: a, operator: Near}\n",
+                "profiles[0].podSelector.matchExpressions[0]",
+            ),
+            (
+                "nodeSelector In without values",
+                "profiles:\n- nodeSelector:\n    matchExpressions:\n    - {key: a, operator: In}\n",
+                "profiles[0].nodeSelector.matchExpressions[0]",
+            ),
+            ("unknown nodeFacts field", "nodeFacts:\n  gpuModel: []\n", "nodeFacts"),
+            (
+                "GPU alias with a dash",
+                "nodeFacts:\n  gpuModels:\n  - {product: A100-SXM4, model: a100}\n",
+                "nodeFacts.gpuModels[0].product",
+            ),
         ];
         for (name, body, path) in cases {
             let yaml = if *name == "wrong apiVersion" {
@@ -520,6 +572,16 @@ mod tests {
             let err = parse(&yaml).expect_err(name);
             assert!(err.path.starts_with(path), "{name}: got {err}");
         }
+    }
+
+    #[test]
+    fn canary_profiles_may_share_a_scheduler_name() {
+        let yaml = format!(
+            "{HEAD}profiles:\n- schedulerName: a\n  podSelector:\n    matchLabels: {{scheduler-group: experimental}}\n  nodeSelector:\n    matchLabels: {{scheduler-canary: enabled}}\n- schedulerName: a\n"
+        );
+        let cfg = parse(&yaml).unwrap();
+        assert_eq!(cfg.profiles.len(), 2);
+        assert!(cfg.profiles[0].pod_selector.is_some() && cfg.profiles[1].pod_selector.is_none());
     }
 
     #[test]

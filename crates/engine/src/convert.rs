@@ -764,6 +764,16 @@ pub fn node_from_k8s(n: &corev1::Node) -> Result<model::Node, ConvertError> {
         taints,
         unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
         allocatable: to_resources(&allocatable, true),
+        conditions: status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|c| model::NodeCondition {
+                type_: c.type_.clone(),
+                status: c.status == "True",
+                last_transition: c.last_transition_time.as_ref().and_then(|t| u64::try_from(t.0.as_millisecond()).ok()),
+            })
+            .collect(),
     })
 }
 

@@ -5,9 +5,11 @@
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use crate::cache::{NodeList, NodeView, Snapshot};
-use crate::model::Pod;
+use crate::model::{LabelSelector, Pod};
+use crate::queue::Millis;
 
 /// Highest score a Score plugin may give a node after normalisation.
 pub const MAX_NODE_SCORE: i64 = 100;
@@ -28,6 +30,10 @@ pub enum Code {
     Skip,
     /// Permit: wait before binding.
     Wait,
+    /// Filter: the node fits, but only as a fallback. It is scored only
+    /// when no node passes every filter outright (e.g. public nodes for a
+    /// pod that prefers private ones); otherwise it counts as rejected.
+    Fallback,
 }
 
 /// A plugin's verdict with human-readable reasons. Success carries no
@@ -59,6 +65,11 @@ impl Status {
 
     pub fn unresolvable(reason: impl Into<Cow<'static, str>>) -> Status {
         Status::new(Code::UnschedulableAndUnresolvable, reason)
+    }
+
+    /// See [`Code::Fallback`]; `reason` says why the node is held back.
+    pub fn fallback(reason: impl Into<Cow<'static, str>>) -> Status {
+        Status::new(Code::Fallback, reason)
     }
 
     pub fn error(reason: impl Into<Cow<'static, str>>) -> Status {
@@ -96,11 +107,33 @@ impl Status {
 #[derive(Default)]
 pub struct CycleState {
     entries: Vec<(TypeId, Box<dyn Any + Send + Sync>)>,
+    now: Millis,
+    node_selector: Option<Arc<LabelSelector>>,
 }
 
 impl CycleState {
+    /// A cycle at time 0 (for tests of rules that ignore the clock).
     pub fn new() -> Self {
         CycleState::default()
+    }
+
+    /// A cycle at `now` (milliseconds since the epoch): the clock that
+    /// time-dependent rules (spot expiry, alert windows) compare against.
+    pub fn at(now: Millis) -> Self {
+        CycleState { entries: Vec::new(), now, node_selector: None }
+    }
+
+    pub fn now(&self) -> Millis {
+        self.now
+    }
+
+    /// The profile's `nodeSelector`: the nodes this cycle may use.
+    pub fn node_selector(&self) -> Option<&LabelSelector> {
+        self.node_selector.as_deref()
+    }
+
+    pub fn set_node_selector(&mut self, selector: Option<Arc<LabelSelector>>) {
+        self.node_selector = selector;
     }
 
     pub fn write<T: Any + Send + Sync>(&mut self, value: T) {

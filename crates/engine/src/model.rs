@@ -349,6 +349,18 @@ pub struct Node {
     pub name: String,
     pub labels: Labels,
     pub annotations: Labels,
+    /// `status.conditions`, for the facts that come from them.
+    pub conditions: Vec<NodeCondition>,
+}
+
+/// One of a node's `status.conditions`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NodeCondition {
+    pub type_: String,
+    /// True when the condition's status is "True".
+    pub status: bool,
+    /// `lastTransitionTime`, milliseconds since the epoch.
+    pub last_transition: Option<u64>,
 }
 
 pub type PodRef = Arc<Pod>;

@@ -11,7 +11,9 @@
 
 use std::ops::Deref;
 
+use crate::facts::{Cloud, GPU_RESOURCE, NodeFacts};
 use crate::model::{HostPort, Node, PodRef, TaintEffect};
+use crate::queue::Millis;
 use crate::resources::Resources;
 
 /// The aggregated state of one node: the node and the pods on it.
@@ -24,6 +26,9 @@ pub struct NodeInfo {
     pub non_zero_memory: i64,
     pub pods: Vec<PodRef>,
     pub node: Node,
+    /// The node's labels and annotations as typed facts (DESIGN.md §4),
+    /// read when the node was stored.
+    pub facts: NodeFacts,
     /// False for a placeholder made because pods name a node not (yet) seen.
     pub has_node: bool,
     /// Pods with any (anti-)affinity, for InterPodAffinity.
@@ -39,6 +44,7 @@ impl NodeInfo {
     pub fn new(node: Node) -> Self {
         NodeInfo {
             node,
+            facts: NodeFacts::default(),
             has_node: true,
             pods: Vec::new(),
             pods_with_affinity: Vec::new(),
@@ -105,7 +111,7 @@ impl NodeInfo {
 /// The numbers and flags of a node that the standard filters and scores
 /// need for a pod without affinity, ports or extended resources. Derived
 /// from a [`NodeInfo`], never edited on its own.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct NodeSummary {
     pub allocatable_milli_cpu: i64,
     pub allocatable_memory: i64,
@@ -122,6 +128,16 @@ pub struct NodeSummary {
     pub has_hard_taints: bool,
     /// Some taint with effect PreferNoSchedule.
     pub has_prefer_no_schedule_taints: bool,
+    /// Allocatable `nvidia.com/gpu` above zero.
+    pub has_gpus: bool,
+    /// Facts every policy plugin reads for every pod (the rest stay in
+    /// `NodeInfo::facts`).
+    pub maintenance: bool,
+    pub ssd: bool,
+    pub cloud: Option<Cloud>,
+    pub spot_expiry: Option<Millis>,
+    pub last_hardware_alert: Option<Millis>,
+    pub temperature_celsius: Option<f64>,
 }
 
 impl NodeSummary {
@@ -142,6 +158,13 @@ impl NodeSummary {
             unschedulable: info.node.unschedulable,
             has_hard_taints: taints.iter().any(|t| t.effect != TaintEffect::PreferNoSchedule),
             has_prefer_no_schedule_taints: taints.iter().any(|t| t.effect == TaintEffect::PreferNoSchedule),
+            has_gpus: alloc.scalar(GPU_RESOURCE) > 0,
+            maintenance: info.facts.maintenance,
+            ssd: info.facts.disk_type.as_deref() == Some("ssd"),
+            cloud: info.facts.cloud,
+            spot_expiry: info.facts.spot_expiry,
+            last_hardware_alert: info.facts.last_hardware_alert,
+            temperature_celsius: info.facts.temperature_celsius,
         }
     }
 }

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::config::{ConfigError, Configuration, PluginSet, ProfileConfig};
+use crate::convert::label_selector;
 use crate::framework::Plugin;
+use crate::model::LabelSelector;
 use crate::registry::Registry;
 
 /// A plugin the default profile enables at every point it implements, with its score weight.
@@ -25,6 +27,11 @@ pub type PluginRef = Arc<dyn Plugin>;
 pub struct Profile {
     pub scheduler_name: String,
     pub percentage_of_nodes_to_score: Option<u32>,
+    /// Pods this profile takes (among those naming its schedulerName).
+    pub pod_selector: Option<LabelSelector>,
+    /// Nodes this profile may use; filter plugins read it from the
+    /// cycle state (`CycleState::node_selector`).
+    pub node_selector: Option<Arc<LabelSelector>>,
     pub pre_enqueue: Vec<PluginRef>,
     pub queue_sort: PluginRef,
     pub pre_filter: Vec<PluginRef>,
@@ -207,9 +214,18 @@ fn build_profile(
     if bind.is_empty() {
         return Err(ConfigError::new(format!("{plugins_path}.bind"), "at least one bind plugin must be enabled"));
     }
+    let selector = |sel: &Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>, field: &str| {
+        sel.as_ref()
+            .map(|s| {
+                label_selector(s, "").map_err(|e| ConfigError::new(format!("{path}.{field}{}", e.path), e.message))
+            })
+            .transpose()
+    };
     Ok(Profile {
         scheduler_name: cfg.scheduler_name.clone(),
         percentage_of_nodes_to_score: cfg.percentage_of_nodes_to_score,
+        pod_selector: selector(&cfg.pod_selector, "podSelector")?,
+        node_selector: selector(&cfg.node_selector, "nodeSelector")?.map(Arc::new),
         pre_enqueue: take("preEnqueue"),
         queue_sort: queue_sort.remove(0),
         pre_filter: take("preFilter"),

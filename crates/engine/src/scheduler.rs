@@ -12,6 +12,7 @@ use crate::algorithm::{Algorithm, ScheduleError, ScheduleResult};
 use crate::cache::{Cache, Snapshot};
 use crate::config::Configuration;
 use crate::explain::DecisionRecord;
+use crate::facts::FactWarning;
 use crate::framework::{Binder, ClusterEvent, Code, CycleState, EventAction, EventResource, Status};
 use crate::model::{Labels, Node, Pod, PodRef};
 use crate::profile::Profile;
@@ -76,7 +77,9 @@ pub struct Failure {
 
 pub struct Scheduler {
     profiles: Vec<Arc<Profile>>,
-    by_name: HashMap<String, usize>,
+    /// Profiles by schedulerName, in configuration order (the first whose
+    /// podSelector matches takes the pod).
+    by_name: HashMap<String, Vec<usize>>,
     /// Events each plugin registered, for requeueing unschedulable pods.
     plugin_events: HashMap<&'static str, Vec<ClusterEvent>>,
     cache: Cache,
@@ -85,6 +88,9 @@ pub struct Scheduler {
     algorithm: Algorithm,
     /// Pods held back by a PreEnqueue plugin (e.g. scheduling gates).
     gated: HashMap<String, PodRef>,
+    /// Every fact warning reported so far: each is reported once.
+    fact_warnings: HashSet<FactWarning>,
+    new_warnings: Vec<FactWarning>,
 }
 
 /// Raised when the configuration has no profile (never after validation).
@@ -102,11 +108,17 @@ impl Scheduler {
             }
         }
         let profiles: Vec<Arc<Profile>> = profiles.into_iter().map(Arc::new).collect();
+        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, p) in profiles.iter().enumerate() {
+            by_name.entry(p.scheduler_name.clone()).or_default().push(i);
+        }
         Ok(Scheduler {
-            by_name: profiles.iter().enumerate().map(|(i, p)| (p.scheduler_name.clone(), i)).collect(),
+            by_name,
             profiles,
             plugin_events,
-            cache: Cache::new(),
+            cache: Cache::with_facts(cfg.node_facts.clone()),
+            fact_warnings: HashSet::new(),
+            new_warnings: Vec::new(),
             snapshot: Snapshot::new(),
             queue: SchedulingQueue::new(
                 sorter,
@@ -135,13 +147,24 @@ impl Scheduler {
         self.gated.values()
     }
 
-    /// Whether a pod names one of our profiles.
+    /// Whether one of our profiles takes the pod: it names the profile's
+    /// schedulerName and matches its podSelector, if any.
     pub fn responsible_for(&self, pod: &Pod) -> bool {
-        self.by_name.contains_key(&pod.scheduler_name)
+        self.profile_for(pod).is_some()
     }
 
     fn profile_for(&self, pod: &Pod) -> Option<&Arc<Profile>> {
-        self.by_name.get(&pod.scheduler_name).map(|&i| &self.profiles[i])
+        self.by_name
+            .get(&pod.scheduler_name)?
+            .iter()
+            .map(|&i| &self.profiles[i])
+            .find(|p| p.pod_selector.as_ref().is_none_or(|s| s.matches(&pod.labels)))
+    }
+
+    /// Node fact warnings not yet taken, each reported once per node,
+    /// key and value for the life of the scheduler.
+    pub fn take_warnings(&mut self) -> Vec<FactWarning> {
+        std::mem::take(&mut self.new_warnings)
     }
 
     fn fire(&mut self, event: ClusterEvent, now: Millis) {
@@ -174,7 +197,11 @@ impl Scheduler {
                 a
             }
         };
-        self.cache.upsert_node(node);
+        for w in self.cache.upsert_node(node) {
+            if self.fact_warnings.insert(w.clone()) {
+                self.new_warnings.push(w);
+            }
+        }
         for action in actions {
             self.fire(ClusterEvent::new(EventResource::Node, action), now);
         }
@@ -258,7 +285,8 @@ impl Scheduler {
             return None;
         };
         self.cache.update_snapshot(&mut self.snapshot);
-        let mut state = CycleState::new();
+        let mut state = CycleState::at(now);
+        state.set_node_selector(profile.node_selector.clone());
         let decision = self.algorithm.schedule(&profile, &mut state, &qp.pod, &self.snapshot);
         let record = decision.record;
         match decision.result {
