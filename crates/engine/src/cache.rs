@@ -594,7 +594,10 @@ mod service_tests {
     use crate::facts::LABEL_CLOUD;
     use crate::testing::{node, pod};
 
-    fn stats(snap: &Snapshot, service: &str) -> Option<(Vec<(String, u32)>, u32, u32)> {
+    /// Zones (sorted), private count, public count.
+    type Stats = (Vec<(String, u32)>, u32, u32);
+
+    fn stats(snap: &Snapshot, service: &str) -> Option<Stats> {
         snap.service(service).map(|s| {
             let mut zones: Vec<(String, u32)> = s.zones.iter().map(|(z, n)| (z.to_string(), *n)).collect();
             zones.sort();

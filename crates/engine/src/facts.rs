@@ -224,7 +224,7 @@ impl NodeFacts {
         let condition_alert = node
             .conditions
             .iter()
-            .filter(|c| c.status && cfg.hardware_alert_conditions.iter().any(|t| *t == c.type_))
+            .filter(|c| c.status && cfg.hardware_alert_conditions.contains(&c.type_))
             .filter_map(|c| c.last_transition)
             .max();
         let facts = NodeFacts {
