@@ -158,6 +158,9 @@ fn simulate(args: SimulateArgs) -> Result<(), Exit> {
         b.finish_and_clear();
     }
     let simulation = result?;
+    for w in &simulation.warnings {
+        eprintln!("warning: {w}");
+    }
 
     let explanation = match &args.explain {
         Some(pod) => Some(simulation.explanation().ok_or_else(|| {

@@ -118,7 +118,11 @@ fn json_report_of_the_example_matches_golden_and_the_contract() {
     }
     let giant = ps.iter().find(|p| p["pod"] == "ml/giant-pretrain").expect("giant-pretrain reported");
     assert_eq!(giant["node"], Value::Null);
-    assert!(giant["reason"].as_str().unwrap().starts_with("0/10 nodes are available: 10 Insufficient nvidia.com/gpu"));
+    assert_eq!(
+        giant["reason"],
+        "0/10 nodes are available: 1 node(s) in maintenance mode, 1 node(s) too hot, 6 Insufficient cpu, \
+         6 Insufficient memory, 8 Insufficient nvidia.com/gpu."
+    );
     assert!(ps.iter().all(|p| p["pod"] != "shop/nightly-report"), "bound pods are load, not placements");
     assert!(ps.iter().all(|p| p["pod"] != "shop/metrics-agent"), "other schedulers' pods are ignored");
 
@@ -183,7 +187,14 @@ fn explain_unplaced_pod_lists_every_node_rejected() {
     assert!(section.contains("0/10 nodes are available:"), "{section}");
     for (node, line) in node_lines(section) {
         assert_eq!(line.split_whitespace().nth(1), Some("rejected"), "{node}: {line}");
-        assert!(line.contains("NodeResourcesFit: ") && line.contains("Insufficient nvidia.com/gpu"), "{line}");
+        // The first filter that fails is the one shown: the policy
+        // filters run before NodeResourcesFit.
+        let want = match node {
+            "cpu-b2" => "Maintenance: node(s) in maintenance mode",
+            "cpu-c2" => "Temperature: node(s) too hot",
+            _ => "Insufficient nvidia.com/gpu",
+        };
+        assert!(line.contains(want), "{node}: {line}");
     }
 }
 
@@ -209,7 +220,14 @@ fn explain_placed_pod_lists_every_node_with_verdict_and_scores() {
         match verdict {
             "selected" => selected.push(n),
             "feasible" => {}
-            "rejected" => assert!(line.contains("TaintToleration: node(s) had untolerated taint(s)"), "{line}"),
+            "rejected" => assert!(
+                line.contains(match n {
+                    "cpu-b2" => "Maintenance: node(s) in maintenance mode",
+                    "cpu-c2" => "Temperature: node(s) too hot",
+                    _ => "TaintToleration: node(s) had untolerated taint(s)",
+                }),
+                "{line}"
+            ),
             other => panic!("{n}: unexpected verdict {other}: {line}"),
         }
         if verdict != "rejected" {
@@ -218,9 +236,10 @@ fn explain_placed_pod_lists_every_node_with_verdict_and_scores() {
         }
     }
     assert_eq!(selected, [node]);
-    // GPU nodes are tainted, CPU nodes are not.
+    // GPU nodes are tainted; of the CPU nodes one is in maintenance and one too hot.
     for (n, line) in node_lines(section) {
-        assert_eq!(line.contains("rejected"), !n.starts_with("cpu-"), "{line}");
+        let usable = n.starts_with("cpu-") && !["cpu-b2", "cpu-c2"].contains(&n);
+        assert_eq!(line.contains("rejected"), !usable, "{line}");
     }
     // The header names the score plugins.
     assert!(section.lines().any(|l| l.starts_with("NODE") && l.contains("VERDICT") && l.contains("TaintToleration")));
@@ -365,6 +384,52 @@ fn check_config_accepts_a_valid_config() {
     assert_eq!(out.code, Some(2), "a missing config is a config error: {}", out.stderr);
 }
 
+/// Every shipped config is valid.
+#[test]
+fn example_configs_are_valid() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir(workspace_root().join("examples")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if name.ends_with("config.yaml") {
+            let out = run(&["check-config", &path.to_string_lossy()]);
+            assert_eq!(out.code, Some(0), "{name}: {}", out.stderr);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 2, "config.yaml and canary-config.yaml at least");
+}
+
+/// examples/config.yaml spells out the default: the same decisions, the
+/// same scores, the same plugins in an explanation as no config at all.
+#[test]
+fn the_example_config_is_the_default() {
+    let config = ["--config", "examples/config.yaml"];
+    assert_eq!(simulate_json(&config, &[EXAMPLE]), simulate_json(&[], &[EXAMPLE]));
+    let pod = ["--explain", "shop/web-8zw74gfwm7-crbgk"];
+    assert_eq!(simulate_json(&[&config[..], &pod[..]].concat(), &[EXAMPLE]), simulate_json(&pod, &[EXAMPLE]));
+}
+
+/// The canary config: experimental pods go to canary nodes only, the rest
+/// keep off them.
+#[test]
+fn canary_config_splits_pods_and_nodes() {
+    let dir = scratch("canary");
+    let yaml = std::fs::read_to_string(workspace_root().join(EXAMPLE)).unwrap()
+        + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: trial, namespace: shop, labels: {scheduler-group: experimental}}\n\
+           spec:\n  schedulerName: gpu-scheduler\n  containers: [{name: c, image: x, resources: {requests: {cpu: 100m}}}]\n";
+    let yaml = yaml.replace(
+        "    kubernetes.io/hostname: cpu-c1\n",
+        "    kubernetes.io/hostname: cpu-c1\n    scheduler-canary: enabled\n",
+    );
+    let file = write(&dir, "cluster.yaml", &yaml);
+    let v = simulate_json(&["--config", "examples/canary-config.yaml"], &[&file]);
+    for p in placements(&v) {
+        let on_canary = p["node"] == "cpu-c1";
+        assert_eq!(on_canary, p["pod"] == "shop/trial", "{p}");
+    }
+}
+
 // ------------------------------------------------------ what gets scheduled
 
 #[test]
@@ -378,14 +443,14 @@ fn other_schedulers_pods_are_ignored_and_bound_pods_are_load() {
     let yaml = [
         "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: \"4\", memory: 16Gi, pods: \"10\"}}\n---\n"
             .to_string(),
-        // Bound by someone else: 3 of the 4 cpus are taken.
-        pod("running", "  nodeName: n1\n", "3"),
+        // Bound by someone else: 2 of the 4 cpus are taken.
+        pod("running", "  nodeName: n1\n", "2"),
         // Pending, but not ours.
         pod("default-sched", "", "100m"),
         pod("explicit-default", "  schedulerName: default-scheduler\n", "100m"),
         pod("other", "  schedulerName: other-scheduler\n", "100m"),
         // Ours: only the 1-cpu pod fits next to the running one.
-        pod("big", "  schedulerName: gpu-scheduler\n", "2"),
+        pod("big", "  schedulerName: gpu-scheduler\n", "3"),
         pod("small", "  schedulerName: gpu-scheduler\n", "1"),
     ]
     .concat();
@@ -402,7 +467,7 @@ fn other_schedulers_pods_are_ignored_and_bound_pods_are_load() {
     assert_eq!(v["summary"]["otherSchedulerPods"], 3);
     let n1 = &v["nodes"][0];
     assert_eq!(n1["name"], "n1");
-    assert_eq!(n1["cpuMillis"]["requested"], 4000, "the bound pod and ours; never the foreign ones");
+    assert_eq!(n1["cpuMillis"]["requested"], 3000, "the bound pod and ours; never the foreign ones");
     assert_eq!(n1["pods"]["count"], 2);
 
     let table = run(&["simulate", "--now", NOW, &file]).stdout;

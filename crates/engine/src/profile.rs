@@ -13,7 +13,9 @@ use crate::framework::Plugin;
 use crate::model::LabelSelector;
 use crate::registry::Registry;
 
-/// A plugin the default profile enables at every point it implements, with its score weight.
+/// A plugin the default profile enables at every point it implements, with
+/// its score weight. Weight 0 enables it everywhere but Score (users
+/// cannot write 0: enabling it for Score without a weight gives 1).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DefaultPlugin {
     pub name: &'static str,
@@ -199,7 +201,8 @@ fn build_profile(
             names.into_iter().map(|(n, w)| instance(&n, &at).map(|p| (p, w))).collect::<Result<Vec<_>, _>>()?;
         lists.insert(point, resolved);
     }
-    let score = lists.remove("score").unwrap_or_default();
+    let mut score = lists.remove("score").unwrap_or_default();
+    score.retain(|(_, w)| *w > 0.0);
     let mut take = |point: &str| -> Vec<PluginRef> {
         lists.remove(point).unwrap_or_default().into_iter().map(|(p, _)| p).collect()
     };
@@ -273,9 +276,7 @@ fn merge(
         check(&e.name, &format!("{at}.enabled[{k}].name"))?;
         match list.iter_mut().find(|(n, _)| *n == e.name) {
             Some(entry) => {
-                if let Some(w) = e.weight {
-                    entry.1 = w;
-                }
+                entry.1 = e.weight.unwrap_or(if entry.1 == 0.0 { 1.0 } else { entry.1 });
             }
             None => list.push((e.name.clone(), e.weight.unwrap_or(1.0))),
         }

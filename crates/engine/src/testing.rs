@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
+use crate::facts::{FactsConfig, NodeFacts};
 use crate::model::{HostPort, LABEL_HOSTNAME, LABEL_ZONE, Node, Pod, Taint, TaintEffect, Toleration, TolerationOp};
+use crate::node_info::NodeInfo;
 use crate::resources::Resources;
 
 /// A node with `kubernetes.io/hostname` set, 4 cpu, 32 GiB, 110 pods.
@@ -53,6 +55,13 @@ impl NodeBuilder {
     }
     pub fn build(self) -> Node {
         self.0
+    }
+    /// A NodeInfo of this node with its facts read as the cache reads them
+    /// (default `nodeFacts`), for calling plugins on it directly.
+    pub fn info(self) -> NodeInfo {
+        let mut info = NodeInfo::new(self.0);
+        info.facts = NodeFacts::of(&info.node, &FactsConfig::default()).0;
+        info
     }
 }
 

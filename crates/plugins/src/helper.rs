@@ -2,7 +2,10 @@
 //! normalisation, taint checks, node-affinity matching, and the args decoder
 //! for plugins that take none.
 
+use engine::config::go_duration;
+use engine::framework::{ClusterEvent, EventAction, EventResource};
 use engine::model::{Node, Pod, Taint, TaintEffect, Toleration};
+use engine::queue::Millis;
 use engine::registry::{ArgsError, decode_args};
 use serde::Deserialize;
 
@@ -63,6 +66,19 @@ struct NoArgs {}
 /// are accepted; any field is an error naming it.
 pub fn decode_no_args(args: Option<&serde_json::Value>) -> Result<(), ArgsError> {
     decode_args::<NoArgs>(args).map(|_| ())
+}
+
+/// A Go duration (`30m`, `1h30m`) from a plugin's args, in milliseconds;
+/// an error names `field`.
+pub fn duration_ms(field: &str, value: &str) -> Result<Millis, ArgsError> {
+    let d = go_duration::parse(value).map_err(|e| ArgsError::new(field, e))?;
+    Ok(Millis::try_from(d.as_millis()).unwrap_or(Millis::MAX))
+}
+
+/// Node events with the given actions: what may make a node that a
+/// node-fact filter rejected acceptable.
+pub fn node_events(actions: &[EventAction]) -> Vec<ClusterEvent> {
+    actions.iter().map(|a| ClusterEvent::new(EventResource::Node, *a)).collect()
 }
 
 #[cfg(test)]
@@ -158,6 +174,14 @@ mod tests {
         for (name, p, want) in cases {
             assert_eq!(required_node_affinity_matches(&p, &n), want, "{name}");
         }
+    }
+
+    #[test]
+    fn durations_in_args() {
+        assert_eq!(duration_ms("margin", "1m30s").unwrap(), 90_000);
+        assert_eq!(duration_ms("margin", "500ms").unwrap(), 500);
+        let e = duration_ms("margin", "soon").unwrap_err();
+        assert_eq!(e.path, "margin");
     }
 
     #[test]

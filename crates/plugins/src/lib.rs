@@ -1,24 +1,38 @@
 //! gpu-scheduler's plugins, one module per decision. Each module exports
-//! `NAME` and a `new` factory; [`registry`] registers them all and
-//! [`default_plugins`] is the default profile.
+//! `NAME` and a `new` factory; [`registry`] registers them all.
+//! [`default_plugins`] is the default profile (the seed's policy,
+//! DESIGN.md §4); [`standard_plugins`] is kube-scheduler's own default set,
+//! for users who want its behaviour and for tests of its semantics.
 
 use engine::profile::DefaultPlugin;
 use engine::registry::Registry;
 
 pub mod balanced_allocation;
+pub mod cloud_boundary;
 pub mod default_binder;
+pub mod disk_type;
+pub mod gpu_model;
+pub mod gpu_node_avoidance;
 pub mod helper;
 pub mod inter_pod_affinity;
+pub mod maintenance;
 pub mod node_affinity;
+pub mod node_health;
 pub mod node_name;
+pub mod node_pool;
 pub mod node_ports;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
 pub mod pod_topology_spread;
 pub mod priority_sort;
+pub mod reservation_buffer;
 pub mod resource_allocation;
+pub mod resource_headroom;
 pub mod scheduling_gates;
+pub mod spot_expiry;
 pub mod taint_toleration;
+pub mod temperature;
+pub mod zone_spread;
 
 /// Every built-in plugin by name.
 pub fn registry() -> Registry {
@@ -35,13 +49,59 @@ pub fn registry() -> Registry {
     r.register(inter_pod_affinity::NAME, inter_pod_affinity::new);
     r.register(balanced_allocation::NAME, balanced_allocation::new);
     r.register(default_binder::NAME, default_binder::new);
+    r.register(maintenance::NAME, maintenance::new);
+    r.register(node_pool::NAME, node_pool::new);
+    r.register(spot_expiry::NAME, spot_expiry::new);
+    r.register(temperature::NAME, temperature::new);
+    r.register(node_health::NAME, node_health::new);
+    r.register(reservation_buffer::NAME, reservation_buffer::new);
+    r.register(cloud_boundary::NAME, cloud_boundary::new);
+    r.register(zone_spread::NAME, zone_spread::new);
+    r.register(gpu_model::NAME, gpu_model::new);
+    r.register(gpu_node_avoidance::NAME, gpu_node_avoidance::new);
+    r.register(resource_headroom::NAME, resource_headroom::new);
+    r.register(disk_type::NAME, disk_type::new);
     r
 }
 
-/// The default profile: kube-scheduler's default plugins (those that do
-/// not concern volumes, images or preemption), in its order, with its
-/// score weights.
+/// The default profile: the seed's policy (DESIGN.md §4). Cheap filters
+/// that reject whole classes of nodes run first; kube-scheduler's scores
+/// keep their ratios, scaled by 1/10 to sit beside the policy weights.
+/// NodeResourcesFit filters but does not score (weight 0): ResourceHeadroom
+/// is the article's version of its LeastAllocated score.
 pub fn default_plugins() -> Vec<DefaultPlugin> {
+    let p = |name, weight| DefaultPlugin { name, weight };
+    vec![
+        p(scheduling_gates::NAME, 1.0),
+        p(priority_sort::NAME, 1.0),
+        p(node_unschedulable::NAME, 1.0),
+        p(node_name::NAME, 1.0),
+        p(maintenance::NAME, 1.0),
+        p(node_pool::NAME, 1.0),
+        p(spot_expiry::NAME, 1.0),
+        p(temperature::NAME, 0.2),
+        p(node_health::NAME, 1.0),
+        p(taint_toleration::NAME, 0.3),
+        p(node_affinity::NAME, 0.2),
+        p(node_ports::NAME, 1.0),
+        p(node_resources_fit::NAME, 0.0),
+        p(reservation_buffer::NAME, 1.0),
+        p(cloud_boundary::NAME, 1.0),
+        p(pod_topology_spread::NAME, 0.2),
+        p(inter_pod_affinity::NAME, 0.2),
+        p(balanced_allocation::NAME, 0.1),
+        p(zone_spread::NAME, 0.3),
+        p(gpu_model::NAME, 0.4),
+        p(gpu_node_avoidance::NAME, 0.4),
+        p(resource_headroom::NAME, 0.3),
+        p(disk_type::NAME, 0.1),
+        p(default_binder::NAME, 1.0),
+    ]
+}
+
+/// kube-scheduler's default plugins (those that do not concern volumes,
+/// images or preemption), in its order, with its score weights.
+pub fn standard_plugins() -> Vec<DefaultPlugin> {
     let p = |name, weight| DefaultPlugin { name, weight };
     vec![
         p(scheduling_gates::NAME, 1.0),
@@ -66,8 +126,74 @@ mod tests {
     use engine::profile::build_profiles;
 
     #[test]
-    fn default_profile_builds_with_kube_weights() {
+    fn default_profile_is_the_seeds_policy() {
         let profiles = build_profiles(&Configuration::default(), &registry(), &default_plugins()).unwrap();
+        let p = &profiles[0];
+        assert_eq!(p.queue_sort.name(), "PrioritySort");
+        let scores: Vec<(&str, f64)> = p.score.iter().map(|(p, w)| (p.name(), *w)).collect();
+        assert_eq!(
+            scores,
+            [
+                ("Temperature", 0.2),
+                ("NodeHealth", 1.0),
+                ("TaintToleration", 0.3),
+                ("NodeAffinity", 0.2),
+                ("PodTopologySpread", 0.2),
+                ("InterPodAffinity", 0.2),
+                ("NodeResourcesBalancedAllocation", 0.1),
+                ("ZoneSpread", 0.3),
+                ("GpuModel", 0.4),
+                ("GpuNodeAvoidance", 0.4),
+                ("ResourceHeadroom", 0.3),
+                ("DiskType", 0.1),
+            ]
+        );
+        let filters: Vec<&str> = p.filter.iter().map(|p| p.name()).collect();
+        assert_eq!(
+            filters,
+            [
+                "NodeUnschedulable",
+                "NodeName",
+                "Maintenance",
+                "NodePool",
+                "SpotExpiry",
+                "Temperature",
+                "TaintToleration",
+                "NodeAffinity",
+                "NodePorts",
+                "NodeResourcesFit",
+                "ReservationBuffer",
+                "CloudBoundary",
+                "PodTopologySpread",
+                "InterPodAffinity"
+            ]
+        );
+        assert_eq!(p.bind.len(), 1);
+    }
+
+    /// Every registered plugin is in the default profile, so none is dead code.
+    #[test]
+    fn every_registered_plugin_is_in_the_default_profile() {
+        let defaults: Vec<&str> = default_plugins().iter().map(|d| d.name).collect();
+        let mut names: Vec<&str> = registry().names().collect();
+        names.sort();
+        let mut want = defaults.clone();
+        want.sort();
+        assert_eq!(names, want);
+    }
+
+    /// Re-enabling NodeResourcesFit's score without a weight gives it 1.
+    #[test]
+    fn a_filter_only_default_can_be_given_its_score() {
+        let yaml = "apiVersion: gpu-scheduler.io/v1alpha1\nkind: GpuSchedulerConfiguration\nprofiles:\n- plugins:\n    score:\n      enabled:\n      - name: NodeResourcesFit\n";
+        let cfg = config::parse(yaml).unwrap();
+        let p = &build_profiles(&cfg, &registry(), &default_plugins()).unwrap()[0];
+        assert_eq!(p.score.iter().find(|(p, _)| p.name() == "NodeResourcesFit").map(|(_, w)| *w), Some(1.0));
+    }
+
+    #[test]
+    fn standard_profile_has_kube_weights() {
+        let profiles = build_profiles(&Configuration::default(), &registry(), &standard_plugins()).unwrap();
         let p = &profiles[0];
         assert_eq!(p.queue_sort.name(), "PrioritySort");
         let scores: Vec<(&str, f64)> = p.score.iter().map(|(p, w)| (p.name(), *w)).collect();

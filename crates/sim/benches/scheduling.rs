@@ -7,7 +7,9 @@
 //! - `run_10k/*`: 10,000 pods scheduled onto a fresh cluster.
 //!
 //! Each at 500, 5,000 and 15,000 nodes, with the adaptive
-//! percentageOfNodesToScore and with 100 %.
+//! percentageOfNodesToScore and with 100 %. `decision/standard-*/5000`
+//! runs kube-scheduler's plugin set instead of the policy profile, to show
+//! what the policies cost.
 //! `cargo bench -p gpu-scheduler-sim --bench scheduling`
 
 use std::sync::Arc;
@@ -28,9 +30,10 @@ impl Binder for NoopBinder {
     }
 }
 
-fn scheduler(nodes: usize, percentage: u32) -> Scheduler {
+fn scheduler(nodes: usize, percentage: u32, standard: bool) -> Scheduler {
     let cfg = Configuration { percentage_of_nodes_to_score: percentage, ..Default::default() };
-    let profiles = build_profiles(&cfg, &plugins::registry(), &plugins::default_plugins()).expect("default profile");
+    let set = if standard { plugins::standard_plugins() } else { plugins::default_plugins() };
+    let profiles = build_profiles(&cfg, &plugins::registry(), &set).expect("default profile");
     let mut s = Scheduler::new(&cfg, profiles, 1).expect("profiles");
     for i in 0..nodes {
         let zone = ["zone-a", "zone-b", "zone-c"][i % 3];
@@ -69,33 +72,35 @@ const MODES: [(&str, u32); 2] = [("adaptive", 0), ("all-nodes", 100)];
 fn decision(c: &mut Criterion) {
     let mut g = c.benchmark_group("decision");
     g.sample_size(30).measurement_time(Duration::from_secs(5));
-    for nodes in SIZES {
-        for (mode, pct) in MODES {
-            let mut s = scheduler(nodes, pct);
-            // Some existing load so scores differ between nodes.
-            for i in 0..nodes {
-                schedule(&mut s, basic_pod(1_000_000 + i));
-            }
-            let mut i = 0;
-            g.throughput(Throughput::Elements(1));
-            g.bench_function(BenchmarkId::new(mode, nodes), |b| {
-                b.iter_custom(|iters| {
-                    // Timed on a pool thread, as `simulate` and `run` drive
-                    // the engine: parallel filtering then splits work inside
-                    // the pool instead of handing each cycle over.
-                    pool().install(|| {
-                        let start = Instant::now();
-                        for _ in 0..iters {
-                            i += 1;
-                            if let Some(bound) = schedule(&mut s, basic_pod(i)) {
-                                s.on_pod_delete(&bound.uid, 0);
-                            }
-                        }
-                        start.elapsed()
-                    })
-                })
-            });
+    let runs = SIZES
+        .iter()
+        .flat_map(|&n| MODES.iter().map(move |&(mode, pct)| (mode.to_string(), n, pct, false)))
+        .chain(MODES.iter().map(|&(mode, pct)| (format!("standard-{mode}"), 5_000, pct, true)));
+    for (mode, nodes, pct, standard) in runs {
+        let mut s = scheduler(nodes, pct, standard);
+        // Some existing load so scores differ between nodes.
+        for i in 0..nodes {
+            schedule(&mut s, basic_pod(1_000_000 + i));
         }
+        let mut i = 0;
+        g.throughput(Throughput::Elements(1));
+        g.bench_function(BenchmarkId::new(&mode, nodes), |b| {
+            b.iter_custom(|iters| {
+                // Timed on a pool thread, as `simulate` and `run` drive
+                // the engine: parallel filtering then splits work inside
+                // the pool instead of handing each cycle over.
+                pool().install(|| {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        i += 1;
+                        if let Some(bound) = schedule(&mut s, basic_pod(i)) {
+                            s.on_pod_delete(&bound.uid, 0);
+                        }
+                    }
+                    start.elapsed()
+                })
+            })
+        });
     }
     g.finish();
 }
@@ -110,7 +115,7 @@ fn run_10k(c: &mut Criterion) {
                 b.iter_custom(|iters| {
                     let mut total = Duration::ZERO;
                     for _ in 0..iters {
-                        let mut s = scheduler(nodes, pct);
+                        let mut s = scheduler(nodes, pct, false);
                         total += pool().install(|| {
                             let start = Instant::now();
                             for i in 0..10_000 {

@@ -52,6 +52,9 @@ pub fn to_json(sim: &Simulation, explain: Option<&Explanation>) -> Value {
         "seed": sim.seed,
         "now": sim.now.to_string(),
     });
+    if !sim.warnings.is_empty() {
+        out["warnings"] = json!(sim.warnings);
+    }
     if let Some(e) = explain {
         out["explain"] = serde_json::to_value(e).unwrap_or(Value::Null);
     }

@@ -87,6 +87,9 @@ pub struct Simulation {
     pub ignored_objects: usize,
     /// The record of `SimOptions::explain`'s pod, if it was decided.
     pub record: Option<DecisionRecord>,
+    /// Node values that could not be read (each once); the facts
+    /// concerned were treated as absent.
+    pub warnings: Vec<String>,
     pub now: jiff::Timestamp,
     pub seed: u64,
 }
@@ -146,6 +149,7 @@ fn simulate_in_pool(
     let profiles = build_profiles(cfg, registry, defaults)?;
     let mut sched = Scheduler::new(cfg, profiles, opts.seed).map_err(|e| SimError::Engine(e.to_string()))?;
     let mut now: Millis = u64::try_from(opts.now.as_millisecond()).unwrap_or(0);
+    let mut warnings: Vec<String> = Vec::new();
 
     let mut priority_classes: HashMap<String, i32> = HashMap::new();
     let mut global_default: Option<i32> = None;
@@ -184,6 +188,7 @@ fn simulate_in_pool(
                     ));
                 }
                 sched.on_node_upsert(node, now);
+                warnings.extend(sched.take_warnings().iter().map(ToString::to_string));
             }
             Object::Pod(p) => pods.push(InputPod {
                 source: source.clone(),
@@ -379,6 +384,7 @@ fn simulate_in_pool(
         foreign_pods,
         ignored_objects: manifests.ignored.len(),
         record: kept,
+        warnings,
         now: opts.now,
         seed: opts.seed,
     })

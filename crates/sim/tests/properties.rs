@@ -1,5 +1,5 @@
-//! Property tests of `sim::simulate` with the default configuration over
-//! random clusters and pods. Every placement is checked by an oracle
+//! Property tests of `sim::simulate` over random clusters and pods, with
+//! kube-scheduler's plugin set and with the shipped default policy. Every placement is checked by an oracle
 //! written here, independently of the plugins: capacity is never exceeded,
 //! each placement respects the pod's hard constraints, unplaced pods say
 //! why (and really fit nowhere), and the same input and seed decide the
@@ -439,10 +439,27 @@ struct Load {
 impl Load {
     /// Why `p` does not fit on top of this load, if it does not.
     fn misfit(&self, p: &GenPod, n: &GenNode) -> Option<String> {
+        self.misfit_under(p, n, Profile::Standard)
+    }
+
+    /// As `misfit`, plus, for the policy profile, the reservation buffer:
+    /// pods of priority ≤ 1,000,000 fill cpu and memory they request only
+    /// to 90 % of allocatable.
+    fn misfit_under(&self, p: &GenPod, n: &GenNode, profile: Profile) -> Option<String> {
         let mut after = self.used;
-        after.add(&pod_amounts(p));
-        if !after.fits_within(&allocatable(n)) {
-            return Some(format!("requests {after:?} exceed allocatable {:?}", allocatable(n)));
+        let pod = pod_amounts(p);
+        after.add(&pod);
+        let alloc = allocatable(n);
+        if !after.fits_within(&alloc) {
+            return Some(format!("requests {after:?} exceed allocatable {alloc:?}"));
+        }
+        if profile == Profile::Policy && p.priority <= 1_000_000 {
+            if pod.milli_cpu > 0 && after.milli_cpu > alloc.milli_cpu * 9 / 10 {
+                return Some(format!("cpu {} over 90% of {}", after.milli_cpu, alloc.milli_cpu));
+            }
+            if pod.memory_mi > 0 && (after.memory_mi << 20) > (alloc.memory_mi << 20) * 9 / 10 {
+                return Some(format!("memory {}Mi over 90% of {}Mi", after.memory_mi, alloc.memory_mi));
+            }
         }
         for port in pod_ports(p) {
             if let Some(other) = self.ports.iter().find(|o| ports_conflict(port, o)) {
@@ -656,7 +673,18 @@ fn build(input: &Input) -> Scenario {
     Scenario { text: docs.join("\n---\n"), existing, pending }
 }
 
-fn run(text: &str, seed: u64) -> Simulation {
+/// Which default plugin set a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Profile {
+    /// kube-scheduler's plugins and weights.
+    Standard,
+    /// The shipped default: the seed's policy. The generated clusters carry
+    /// no cloud, maintenance, spot or temperature facts, so of its filters
+    /// only the reservation buffer can reject a node the standard set takes.
+    Policy,
+}
+
+fn run(text: &str, seed: u64, profile: Profile) -> Simulation {
     let mut manifests = Manifests::default();
     manifests.add_str("generated.yaml", text).unwrap_or_else(|e| panic!("generated manifests rejected: {e}\n{text}"));
     let opts = SimOptions { seed, now: "2026-01-01T00:00:00Z".parse().unwrap(), explain: None };
@@ -664,7 +692,10 @@ fn run(text: &str, seed: u64) -> Simulation {
         &manifests,
         &Configuration::default(),
         &plugins::registry(),
-        &plugins::default_plugins(),
+        &match profile {
+            Profile::Standard => plugins::standard_plugins(),
+            Profile::Policy => plugins::default_plugins(),
+        },
         &opts,
         &mut |_, _| {},
     )
@@ -680,8 +711,13 @@ fn node_index(name: &str) -> usize {
 }
 
 fn check(input: &Input) -> Result<(), TestCaseError> {
+    check_under(input, Profile::Standard)?;
+    check_under(input, Profile::Policy)
+}
+
+fn check_under(input: &Input, profile: Profile) -> Result<(), TestCaseError> {
     let scenario = build(input);
-    let sim = run(&scenario.text, input.seed);
+    let sim = run(&scenario.text, input.seed, profile);
 
     // Every pending pod of ours is reported exactly once.
     let mut reported: Vec<&str> = sim.placements.iter().map(|p| p.pod.as_str()).collect();
@@ -703,7 +739,7 @@ fn check(input: &Input) -> Result<(), TestCaseError> {
                     prop_assert!(false, "{} placed on {}: {}", p.pod, node, why);
                 }
                 // (a) capacity, and (b) host ports, against what the node held at that point.
-                if let Some(why) = load[idx].misfit(pod, n) {
+                if let Some(why) = load[idx].misfit_under(pod, n, profile) {
                     prop_assert!(false, "{} placed on {}: {}", p.pod, node, why);
                 }
                 load[idx].add(pod);
@@ -725,7 +761,8 @@ fn check(input: &Input) -> Result<(), TestCaseError> {
     for p in sim.placements.iter().filter(|p| p.node.is_none()) {
         let pod = &scenario.pending[&p.pod];
         for (i, n) in input.nodes.iter().enumerate() {
-            let fits = static_violation(pod, i, n, input.nodes.len()).is_none() && load[i].misfit(pod, n).is_none();
+            let fits = static_violation(pod, i, n, input.nodes.len()).is_none()
+                && load[i].misfit_under(pod, n, profile).is_none();
             prop_assert!(!fits, "{} unplaced ({:?}) but fits node-{}", p.pod, p.reason, i);
         }
     }
@@ -738,7 +775,7 @@ fn check(input: &Input) -> Result<(), TestCaseError> {
         prop_assert_eq!(usage.pods.0, l.pods, "{} pods", usage.name);
     }
     // (d) determinism: same text, same seed, same decisions.
-    let again = run(&scenario.text, input.seed);
+    let again = run(&scenario.text, input.seed, profile);
     prop_assert_eq!(summary(&sim), summary(&again), "same input and seed must give the same placements");
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! End-to-end scenarios of the standard plugins through `sim::simulate`
-//! with the default configuration: each is a small manifest and the
-//! placements kube-scheduler would make for it.
+//! with kube-scheduler's plugin set and weights (`standard_plugins`): each
+//! is a small manifest and the placements kube-scheduler would make for
+//! it. The shipped policy profile has its own scenarios in `policies.rs`.
 
 use std::collections::BTreeMap;
 
@@ -16,7 +17,7 @@ fn run(yaml: &str) -> Simulation {
         &manifests,
         &Configuration::default(),
         &plugins::registry(),
-        &plugins::default_plugins(),
+        &plugins::standard_plugins(),
         &opts,
         &mut |_, _| {},
     )

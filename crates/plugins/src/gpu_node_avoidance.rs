@@ -1,0 +1,101 @@
+//! GpuNodeAvoidance: keeps GPU nodes for GPU work (DESIGN.md §4). A pod
+//! that requests no GPU scores 100 on nodes without GPUs and 0 on GPU
+//! nodes, so it lands on a GPU node only when no CPU node fits. The
+//! article's score gave any GPU node 50 points whatever the pod, which
+//! sends web pods to A100s (docs/POLICIES.md).
+
+use std::sync::Arc;
+
+use engine::cache::{NodeList, NodeView};
+use engine::facts::GPU_RESOURCE;
+use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
+use engine::model::Pod;
+use engine::registry::ArgsError;
+
+use crate::helper::decode_no_args;
+
+pub const NAME: &str = "GpuNodeAvoidance";
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct GpuNodeAvoidance;
+
+impl Plugin for GpuNodeAvoidance {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    /// A score rejects nothing: no event needs to requeue pods for it.
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        Vec::new()
+    }
+
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        Some(self)
+    }
+
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+impl PreScorePlugin for GpuNodeAvoidance {
+    /// GPU pods are GpuModel's business.
+    fn pre_score(&self, _state: &mut CycleState, pod: &Pod, _nodes: NodeList<'_>) -> Status {
+        if pod.requests.scalar(GPU_RESOURCE) > 0 { Status::skip() } else { Status::success() }
+    }
+}
+
+impl ScorePlugin for GpuNodeAvoidance {
+    fn score(&self, _state: &CycleState, _pod: &Pod, node: &NodeView<'_>) -> Result<i64, Status> {
+        Ok(if node.summary().has_gpus { 0 } else { MAX_NODE_SCORE })
+    }
+}
+
+pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsError> {
+    decode_no_args(args)?;
+    Ok(Arc::new(GpuNodeAvoidance))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::cache::Snapshot;
+    use engine::testing::{node, pod};
+
+    #[test]
+    fn score_table() {
+        let cases = [
+            ("cpu pod, cpu node", 0, 0, Some(100)),
+            ("cpu pod, gpu node", 0, 8, Some(0)),
+            ("cpu pod, node with 0 gpus allocatable", 0, 0, Some(100)),
+            ("gpu pod: skipped", 1, 8, None),
+        ];
+        for (name, pod_gpus, node_gpus, want) in cases {
+            let mut n = node("n");
+            if node_gpus > 0 {
+                n = n.resource(GPU_RESOURCE, node_gpus);
+            }
+            let mut p = pod("p").req(100, 0);
+            if pod_gpus > 0 {
+                p = p.resource(GPU_RESOURCE, pod_gpus);
+            }
+            let p = p.build();
+            let snap = Snapshot::from_parts(vec![n.build()], vec![]);
+            let mut state = CycleState::new();
+            let pre = GpuNodeAvoidance.pre_score(&mut state, &p, snap.node_list());
+            match want {
+                None => assert!(pre.is_skip(), "{name}"),
+                Some(score) => {
+                    assert!(pre.is_success(), "{name}");
+                    assert_eq!(GpuNodeAvoidance.score(&state, &p, &snap.view(0)), Ok(score), "{name}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn factory() {
+        assert_eq!(new(None).unwrap().name(), NAME);
+        assert!(new(Some(&serde_json::json!({"weight": 1}))).is_err());
+    }
+}
