@@ -23,6 +23,13 @@ pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: usize = 5;
 /// thread pool would cost more than it saves.
 const PARALLEL_THRESHOLD: usize = 64;
 
+/// Nodes per parallel task for `len` nodes: about two tasks per thread.
+/// Finer splitting buys no balance (every node costs about the same) and
+/// pays for each extra task in wake-ups and stealing.
+fn task_len(len: usize) -> usize {
+    (len / (2 * rayon::current_num_threads())).max(PARALLEL_THRESHOLD / 2)
+}
+
 /// kube-scheduler's `numFeasibleNodesToFind`: how many feasible nodes to
 /// look for before scoring. `percentage` 0 means adaptive (50% minus 1% per
 /// 125 nodes, at least 5%); at least 100 nodes; 100 means all.
@@ -307,11 +314,7 @@ impl Algorithm {
             if len < PARALLEL_THRESHOLD {
                 verdicts.extend((0..len).map(check));
             } else {
-                (0..len)
-                    .into_par_iter()
-                    .with_min_len(PARALLEL_THRESHOLD / 2)
-                    .map(check)
-                    .collect_into_vec(&mut verdicts);
+                (0..len).into_par_iter().with_min_len(task_len(len)).map(check).collect_into_vec(&mut verdicts);
             }
             for (i, v) in verdicts.drain(..).enumerate() {
                 match v {
@@ -417,7 +420,7 @@ fn score_nodes(profile: &Profile, state: &mut CycleState, pod: &Pod, nodes: Node
     if nodes.len() < PARALLEL_THRESHOLD {
         matrix.chunks_mut(np).zip(0..nodes.len()).try_for_each(score_row)
     } else {
-        matrix.par_chunks_mut(np).with_min_len(PARALLEL_THRESHOLD / 2).zip(0..nodes.len()).try_for_each(score_row)
+        matrix.par_chunks_mut(np).with_min_len(task_len(nodes.len())).zip(0..nodes.len()).try_for_each(score_row)
     }
     .map_err(ScheduleError::Internal)?;
 

@@ -14,7 +14,7 @@ use thiserror::Error;
 
 use crate::facts::{Cloud, FactWarning, FactsConfig, NodeFacts, service_identity};
 use crate::model::{LABEL_REGION, LABEL_ZONE, Labels, Node, Pod, PodRef};
-pub use crate::node_info::{NodeInfo, NodeSummary, NodeView};
+pub use crate::node_info::{FactCounts, NodeInfo, NodeSummary, NodeView};
 use crate::resources::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST};
 
 /// Pod-level non-zero request defaults, as kube-scheduler's
@@ -313,7 +313,10 @@ impl Cache {
             affinity_changed |= old.pods_with_affinity.len() != info.pods_with_affinity.len()
                 || old.pods_with_required_anti_affinity.len() != info.pods_with_required_anti_affinity.len();
             snap.nodes[i] = info.clone();
-            snap.summaries[i] = info.summary();
+            let summary = info.summary();
+            snap.fact_counts.apply(&snap.summaries[i], -1);
+            snap.fact_counts.apply(&summary, 1);
+            snap.summaries[i] = summary;
         }
         if affinity_changed {
             snap.index_affinity();
@@ -350,6 +353,10 @@ impl Cache {
         }
         snap.index = order.iter().enumerate().map(|(i, n)| (n.name().to_string(), i)).collect();
         snap.summaries = order.iter().map(|n| n.summary()).collect();
+        snap.fact_counts = FactCounts::default();
+        for s in &snap.summaries {
+            snap.fact_counts.apply(s, 1);
+        }
         snap.names = order.iter().map(|n| n.name().to_string()).collect();
         snap.nodes = order;
         snap.index_affinity();
@@ -411,6 +418,8 @@ pub struct Snapshot {
     nodes: Vec<Arc<NodeInfo>>,
     /// `nodes[i].summary()`, contiguous: what the hot path reads first.
     summaries: Vec<NodeSummary>,
+    /// Over `summaries`.
+    fact_counts: FactCounts,
     /// Service stats by service identity (see [`ServiceStats`]).
     services: HashMap<String, Arc<ServiceStats>>,
     /// `nodes[i].name()`, shared with decision records: a record names its
@@ -428,6 +437,11 @@ pub struct Snapshot {
 impl Snapshot {
     pub fn new() -> Self {
         Snapshot::default()
+    }
+
+    /// How many nodes have each policy fact.
+    pub fn fact_counts(&self) -> &FactCounts {
+        &self.fact_counts
     }
 
     /// Every node, in the scheduler's search order.
@@ -642,6 +656,34 @@ mod service_tests {
     }
 
     #[test]
+    fn fact_counts_follow_node_updates() {
+        use crate::facts::{ANNOTATION_TEMPERATURE, LABEL_MAINTENANCE};
+        let mut cache = Cache::new();
+        cache.upsert_node(node("a").label(LABEL_MAINTENANCE, "true").build());
+        cache.upsert_node(node("b").label(LABEL_CLOUD, "public").annotation(ANNOTATION_TEMPERATURE, "50").build());
+        cache.upsert_node(node("c").resource(crate::facts::GPU_RESOURCE, 4).build());
+        let mut snap = Snapshot::new();
+        cache.update_snapshot(&mut snap);
+        let want = FactCounts { gpus: 1, maintenance: 1, cloud: 1, temperature: 1, ..FactCounts::default() };
+        assert_eq!(*snap.fact_counts(), want);
+
+        // Out of maintenance, cooled down (annotation gone), a GPU node gets a second GPU: an incremental update.
+        cache.upsert_node(node("a").build());
+        cache.upsert_node(node("b").label(LABEL_CLOUD, "public").build());
+        cache.upsert_node(node("c").resource(crate::facts::GPU_RESOURCE, 8).build());
+        cache.update_snapshot(&mut snap);
+        let want = FactCounts { gpus: 1, cloud: 1, ..FactCounts::default() };
+        assert_eq!(*snap.fact_counts(), want);
+        let mut fresh = Snapshot::new();
+        cache.update_snapshot(&mut fresh);
+        assert_eq!(fresh.fact_counts(), snap.fact_counts());
+
+        cache.remove_node("c");
+        cache.update_snapshot(&mut snap);
+        assert_eq!(snap.fact_counts().gpus, 0);
+    }
+
+    #[test]
     fn node_facts_are_read_once_per_update_and_warned() {
         let mut cache = Cache::new();
         let warnings = cache.upsert_node(node("a").annotation(crate::facts::ANNOTATION_TEMPERATURE, "hot").build());
@@ -653,6 +695,6 @@ mod service_tests {
         let mut snap = Snapshot::new();
         cache.update_snapshot(&mut snap);
         let s = snap.view(0).summary().to_owned();
-        assert_eq!((s.temperature_celsius, s.cloud), (Some(71.0), Some(Cloud::Public)));
+        assert_eq!((s.temperature_celsius(), s.cloud), (Some(71.0), Some(Cloud::Public)));
     }
 }

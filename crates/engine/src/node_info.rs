@@ -9,6 +9,7 @@
 //! into the NodeInfo only when the pod needs more (labels, taints, ports,
 //! extended resources, pods).
 
+use std::num::NonZeroU64;
 use std::ops::Deref;
 
 use crate::facts::{Cloud, GPU_RESOURCE, NodeFacts};
@@ -135,9 +136,11 @@ pub struct NodeSummary {
     pub maintenance: bool,
     pub ssd: bool,
     pub cloud: Option<Cloud>,
-    pub spot_expiry: Option<Millis>,
-    pub last_hardware_alert: Option<Millis>,
-    pub temperature_celsius: Option<f64>,
+    // Packed (a time of 0 is none; a temperature in f32) to keep the
+    // summary small: a decision reads thousands of them.
+    spot_expiry: Option<NonZeroU64>,
+    last_hardware_alert: Option<NonZeroU64>,
+    temperature_celsius: Option<f32>,
 }
 
 impl NodeSummary {
@@ -162,10 +165,58 @@ impl NodeSummary {
             maintenance: info.facts.maintenance,
             ssd: info.facts.disk_type.as_deref() == Some("ssd"),
             cloud: info.facts.cloud,
-            spot_expiry: info.facts.spot_expiry,
-            last_hardware_alert: info.facts.last_hardware_alert,
-            temperature_celsius: info.facts.temperature_celsius,
+            spot_expiry: info.facts.spot_expiry.and_then(NonZeroU64::new),
+            last_hardware_alert: info.facts.last_hardware_alert.and_then(NonZeroU64::new),
+            temperature_celsius: info.facts.temperature_celsius.map(|t| t as f32),
         }
+    }
+
+    /// When the node's spot instance expires (ms since the epoch).
+    pub fn spot_expiry(&self) -> Option<Millis> {
+        self.spot_expiry.map(NonZeroU64::get)
+    }
+
+    /// The node's last hardware alert (ms since the epoch).
+    pub fn last_hardware_alert(&self) -> Option<Millis> {
+        self.last_hardware_alert.map(NonZeroU64::get)
+    }
+
+    /// The node's temperature in °C (to f32 precision).
+    pub fn temperature_celsius(&self) -> Option<f64> {
+        self.temperature_celsius.map(f64::from)
+    }
+}
+
+/// How many nodes of a snapshot have each fact. A policy plugin whose fact
+/// no node has can skip the whole cycle (PreFilter or PreScore `Skip`)
+/// instead of asking every node: clusters pay only for the facts they use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FactCounts {
+    pub gpus: u32,
+    pub maintenance: u32,
+    pub ssd: u32,
+    /// Nodes labelled with either cloud.
+    pub cloud: u32,
+    pub spot_expiry: u32,
+    pub hardware_alert: u32,
+    pub temperature: u32,
+}
+
+impl FactCounts {
+    /// Counts `s` in (`delta` 1) or out (`delta` -1).
+    pub fn apply(&mut self, s: &NodeSummary, delta: i32) {
+        let count = |n: &mut u32, has: bool| {
+            if has {
+                *n = n.saturating_add_signed(delta);
+            }
+        };
+        count(&mut self.gpus, s.has_gpus);
+        count(&mut self.maintenance, s.maintenance);
+        count(&mut self.ssd, s.ssd);
+        count(&mut self.cloud, s.cloud.is_some());
+        count(&mut self.spot_expiry, s.spot_expiry.is_some());
+        count(&mut self.hardware_alert, s.last_hardware_alert.is_some());
+        count(&mut self.temperature, s.temperature_celsius.is_some());
     }
 }
 
@@ -205,6 +256,13 @@ mod tests {
     use super::*;
     use crate::model::Taint;
     use crate::testing::{node, pod};
+
+    /// Decisions stream through thousands of summaries: one that grows
+    /// past two cache lines costs every decision (docs/BENCHMARKS.md).
+    #[test]
+    fn summary_stays_small() {
+        assert!(std::mem::size_of::<NodeSummary>() <= 112, "{} bytes", std::mem::size_of::<NodeSummary>());
+    }
 
     #[test]
     fn summary_follows_the_node_and_its_pods() {

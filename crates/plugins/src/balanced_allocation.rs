@@ -83,13 +83,23 @@ fn fraction(taken: i64, allocatable: i64) -> f64 {
 
 /// The v1.36 score from the node's usages (see the module doc).
 pub fn balanced_score(usages: impl Iterator<Item = Usage>) -> i64 {
+    let mut usages = usages;
+    let (first, second, third) = (usages.next(), usages.next(), usages.next());
+    if let (Some(a), Some(b), None) = (first, second, third) {
+        // Two resources, the default (cpu and memory): the same float
+        // operations as `balance`, without its buffers.
+        let two = |x: f64, y: f64| ((1.0 - ((x - y) / 2.0).abs()) * MAX_NODE_SCORE as f64) as i64;
+        let with = two(fraction(a.requested, a.allocatable), fraction(b.requested, b.allocatable));
+        let without = two(fraction(a.allocated, a.allocatable), fraction(b.allocated, b.allocatable));
+        return MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + with - without) / 2;
+    }
     // Each fraction is computed once (balance reads them twice or more);
     // a handful of resources fit on the stack, more spill to the heap.
     const ON_STACK: usize = 8;
     let mut stack = [(0.0, 0.0); ON_STACK];
     let mut heap: Vec<(f64, f64)> = Vec::new();
     let mut n = 0;
-    for u in usages {
+    for u in first.into_iter().chain(second).chain(third).chain(usages) {
         let pair = (fraction(u.requested, u.allocatable), fraction(u.allocated, u.allocatable));
         if n < ON_STACK {
             stack[n] = pair;
@@ -222,7 +232,8 @@ mod tests {
 
     #[test]
     fn score_matches_the_formula_on_and_off_the_stack() {
-        // 2 and 3 resources stay on the stack; 9 and 12 spill to the heap.
+        // 2 resources take the closed form; 1, 3 and 8 stay on the stack;
+        // 9 and 12 spill to the heap.
         for n in [1usize, 2, 3, 8, 9, 12] {
             let usages: Vec<Usage> = (0..n as i64)
                 .map(|i| Usage {

@@ -77,6 +77,9 @@ impl PreFilterPlugin for CloudBoundary {
     fn pre_filter(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot) -> (PreFilterResult, Status) {
         let rule = if pod.labels.get(LABEL_DATA_CLASS).is_some_and(|c| c == DATA_CLASS_SENSITIVE) {
             Rule::Sensitive
+        } else if snapshot.fact_counts().cloud == 0 {
+            // No node says which cloud it is in: only sensitive pods care.
+            return (PreFilterResult::default(), Status::skip());
         } else {
             let service = service_identity(pod);
             match service.as_deref().and_then(|id| snapshot.service(id)).and_then(|s| s.cloud()) {
@@ -216,6 +219,18 @@ mod tests {
         for (name, p, running, want) in cases {
             assert_eq!(verdicts(&p, running), want, "{name}");
         }
+    }
+
+    #[test]
+    fn without_cloud_labels_only_sensitive_pods_are_checked() {
+        let snap = Snapshot::from_parts(vec![node("a").build()], vec![]);
+        let plain = pod("p").label("app", "web").build();
+        assert!(CloudBoundary.pre_filter(&mut CycleState::new(), &plain, &snap).1.is_skip());
+        let sensitive = pod("p").label(LABEL_DATA_CLASS, "sensitive").build();
+        let mut state = CycleState::new();
+        assert!(CloudBoundary.pre_filter(&mut state, &sensitive, &snap).1.is_success());
+        let s = CloudBoundary.filter(&state, &sensitive, &snap.view(0));
+        assert_eq!(s.message(), ERR_REASON_SENSITIVE, "no node is known to be private");
     }
 
     #[test]

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use engine::cache::NodeView;
-use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, ScorePlugin, Status};
+use engine::cache::{NodeList, NodeView};
+use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
 use engine::model::Pod;
 use engine::registry::{ArgsError, decode_args};
 use serde::Deserialize;
@@ -57,8 +57,24 @@ impl Plugin for DiskType {
         Vec::new()
     }
 
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        Some(self)
+    }
+
     fn as_score(&self) -> Option<&dyn ScorePlugin> {
         Some(self)
+    }
+}
+
+impl PreScorePlugin for DiskType {
+    /// No SSD node at all: every node would score 0. (Other preferred
+    /// types are not counted, so they are always scored.)
+    fn pre_score(&self, _state: &mut CycleState, _pod: &Pod, nodes: NodeList<'_>) -> Status {
+        if self.preferred == "ssd" && nodes.snapshot().fact_counts().ssd == 0 {
+            Status::skip()
+        } else {
+            Status::success()
+        }
     }
 }
 
@@ -100,6 +116,20 @@ mod tests {
             let info = n.info();
             let got = plugin.as_score().unwrap().score(&CycleState::new(), &pod("p").build(), &info.view());
             assert_eq!(got, Ok(want), "{name}");
+        }
+    }
+
+    #[test]
+    fn skips_without_ssd_nodes() {
+        use engine::cache::Snapshot;
+        let p = new(None).unwrap();
+        for (nodes, skip) in [
+            (vec![node("a").label(LABEL_DISK_TYPE, "hdd").build()], true),
+            (vec![node("a").build(), node("b").label(LABEL_DISK_TYPE, "ssd").build()], false),
+        ] {
+            let snap = Snapshot::from_parts(nodes, vec![]);
+            let s = p.as_pre_score().unwrap().pre_score(&mut CycleState::new(), &pod("p").build(), snap.node_list());
+            assert_eq!(s.is_skip(), skip);
         }
     }
 

@@ -106,8 +106,10 @@ impl Plugin for GpuModel {
 }
 
 impl PreScorePlugin for GpuModel {
-    fn pre_score(&self, state: &mut CycleState, pod: &Pod, _nodes: NodeList<'_>) -> Status {
-        if pod.requests.scalar(GPU_RESOURCE) <= 0 {
+    /// Skips pods without GPUs, and clusters without GPU nodes (every node
+    /// would score 0; the pod cannot fit anyway).
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, nodes: NodeList<'_>) -> Status {
+        if pod.requests.scalar(GPU_RESOURCE) <= 0 || nodes.snapshot().fact_counts().gpus == 0 {
             return Status::skip();
         }
         let class = pod.labels.get(LABEL_WORKLOAD);
@@ -160,12 +162,15 @@ mod tests {
             p = p.label(LABEL_WORKLOAD, w);
         }
         let p = p.build();
-        let snap = Snapshot::from_parts(vec![n], vec![]);
+        // Another GPU node, so that the cluster has GPUs whatever `n` is.
+        let other = node("other").resource(GPU_RESOURCE, 1).build();
+        let snap = Snapshot::from_parts(vec![n, other], vec![]);
         let mut state = CycleState::new();
         if plugin.as_pre_score().unwrap().pre_score(&mut state, &p, snap.node_list()).is_skip() {
             return None;
         }
-        Some(plugin.as_score().unwrap().score(&state, &p, &snap.view(0)).unwrap())
+        let at = snap.position("n").unwrap();
+        Some(plugin.as_score().unwrap().score(&state, &p, &snap.view(at)).unwrap())
     }
 
     #[test]
@@ -189,6 +194,10 @@ mod tests {
             assert_eq!(score(&plugin, workload, 1, gpu_node(label, value)), want, "{name}");
         }
         assert_eq!(score(&plugin, Some("training"), 0, gpu_node(LABEL_GPU_MODEL, "a100")), None, "CPU pods skip");
+        let cpu_only = Snapshot::from_parts(vec![node("n").build()], vec![]);
+        let gpu_pod = pod("p").resource(GPU_RESOURCE, 1).build();
+        let s = plugin.as_pre_score().unwrap().pre_score(&mut CycleState::new(), &gpu_pod, cpu_only.node_list());
+        assert!(s.is_skip(), "a cluster without GPU nodes skips");
     }
 
     #[test]

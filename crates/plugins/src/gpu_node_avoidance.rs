@@ -39,9 +39,14 @@ impl Plugin for GpuNodeAvoidance {
 }
 
 impl PreScorePlugin for GpuNodeAvoidance {
-    /// GPU pods are GpuModel's business.
-    fn pre_score(&self, _state: &mut CycleState, pod: &Pod, _nodes: NodeList<'_>) -> Status {
-        if pod.requests.scalar(GPU_RESOURCE) > 0 { Status::skip() } else { Status::success() }
+    /// GPU pods are GpuModel's business; without GPU nodes every node
+    /// would score 100.
+    fn pre_score(&self, _state: &mut CycleState, pod: &Pod, nodes: NodeList<'_>) -> Status {
+        if pod.requests.scalar(GPU_RESOURCE) > 0 || nodes.snapshot().fact_counts().gpus == 0 {
+            Status::skip()
+        } else {
+            Status::success()
+        }
     }
 }
 
@@ -80,17 +85,26 @@ mod tests {
                 p = p.resource(GPU_RESOURCE, pod_gpus);
             }
             let p = p.build();
-            let snap = Snapshot::from_parts(vec![n.build()], vec![]);
+            // Another GPU node, so that the cluster has GPUs whatever `n` is.
+            let other = node("other").resource(GPU_RESOURCE, 1).build();
+            let snap = Snapshot::from_parts(vec![n.build(), other], vec![]);
             let mut state = CycleState::new();
             let pre = GpuNodeAvoidance.pre_score(&mut state, &p, snap.node_list());
             match want {
                 None => assert!(pre.is_skip(), "{name}"),
                 Some(score) => {
                     assert!(pre.is_success(), "{name}");
-                    assert_eq!(GpuNodeAvoidance.score(&state, &p, &snap.view(0)), Ok(score), "{name}");
+                    let at = snap.position("n").unwrap();
+                    assert_eq!(GpuNodeAvoidance.score(&state, &p, &snap.view(at)), Ok(score), "{name}");
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_cluster_without_gpu_nodes_skips() {
+        let snap = Snapshot::from_parts(vec![node("n").build()], vec![]);
+        assert!(GpuNodeAvoidance.pre_score(&mut CycleState::new(), &pod("p").build(), snap.node_list()).is_skip());
     }
 
     #[test]

@@ -23,9 +23,13 @@ pub fn default_normalize_score(max_priority: i64, reverse: bool, scores: &mut [i
         return;
     }
     for s in scores.iter_mut() {
-        // Widened so that large raw scores cannot overflow the product;
-        // the quotient is at most `max_priority`, so narrowing back is exact.
-        let scaled = (i128::from(max_priority) * i128::from(*s) / i128::from(max)) as i64;
+        // Widened only when the product overflows (128-bit division is a
+        // library call); the quotient is at most `max_priority`, so
+        // narrowing back is exact.
+        let scaled = match max_priority.checked_mul(*s) {
+            Some(p) => p / max,
+            None => (i128::from(max_priority) * i128::from(*s) / i128::from(max)) as i64,
+        };
         *s = if reverse { max_priority - scaled } else { scaled };
     }
 }

@@ -6,8 +6,10 @@
 
 use std::sync::Arc;
 
-use engine::cache::NodeView;
-use engine::framework::{ClusterEvent, CycleState, EventAction, FilterPlugin, Plugin, Status};
+use engine::cache::{NodeView, Snapshot};
+use engine::framework::{
+    ClusterEvent, CycleState, EventAction, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult, Status,
+};
 use engine::model::Pod;
 use engine::registry::ArgsError;
 
@@ -30,8 +32,20 @@ impl Plugin for Maintenance {
         node_events(&[EventAction::Add, EventAction::UpdateLabel, EventAction::Update])
     }
 
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        Some(self)
+    }
+
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
         Some(self)
+    }
+}
+
+impl PreFilterPlugin for Maintenance {
+    /// No node in maintenance: nothing to check per node.
+    fn pre_filter(&self, _state: &mut CycleState, _pod: &Pod, snapshot: &Snapshot) -> (PreFilterResult, Status) {
+        let status = if snapshot.fact_counts().maintenance == 0 { Status::skip() } else { Status::success() };
+        (PreFilterResult::default(), status)
     }
 }
 
@@ -82,6 +96,14 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn pre_filter_skips_when_no_node_is_in_maintenance() {
+        let p = pod("p").build();
+        let skip = |nodes| Maintenance.pre_filter(&mut CycleState::new(), &p, &Snapshot::from_parts(nodes, vec![])).1;
+        assert!(skip(vec![node("a").build()]).is_skip());
+        assert!(skip(vec![node("a").build(), node("b").label(LABEL_MAINTENANCE, "true").build()]).is_success());
     }
 
     #[test]

@@ -13,9 +13,10 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use engine::cache::NodeView;
+use engine::cache::{NodeList, NodeView, Snapshot};
 use engine::framework::{
-    ClusterEvent, CycleState, EventAction, FilterPlugin, MAX_NODE_SCORE, Plugin, ScorePlugin, Status,
+    ClusterEvent, CycleState, EventAction, FilterPlugin, MAX_NODE_SCORE, Plugin, PreFilterPlugin, PreFilterResult,
+    PreScorePlugin, ScorePlugin, Status,
 };
 use engine::model::Pod;
 use engine::queue::Millis;
@@ -64,7 +65,7 @@ pub struct NodeHealth {
 
 impl NodeHealth {
     fn unhealthy(&self, state: &CycleState, node: &NodeView<'_>) -> bool {
-        node.summary().last_hardware_alert.is_some_and(|at| at.saturating_add(self.window_ms) >= state.now())
+        node.summary().last_hardware_alert().is_some_and(|at| at.saturating_add(self.window_ms) >= state.now())
     }
 }
 
@@ -93,12 +94,37 @@ impl Plugin for NodeHealth {
         node_events(&[EventAction::Add, EventAction::Update])
     }
 
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        (self.mode == Mode::Filter).then_some(self as &dyn PreFilterPlugin)
+    }
+
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
         (self.mode == Mode::Filter).then_some(self as &dyn FilterPlugin)
     }
 
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        Some(self)
+    }
+
     fn as_score(&self) -> Option<&dyn ScorePlugin> {
         Some(self)
+    }
+}
+
+/// Skip when no node has ever had an alert: all are healthy.
+fn skip_unless_alerted(snapshot: &Snapshot) -> Status {
+    if snapshot.fact_counts().hardware_alert == 0 { Status::skip() } else { Status::success() }
+}
+
+impl PreFilterPlugin for NodeHealth {
+    fn pre_filter(&self, _state: &mut CycleState, _pod: &Pod, snapshot: &Snapshot) -> (PreFilterResult, Status) {
+        (PreFilterResult::default(), skip_unless_alerted(snapshot))
+    }
+}
+
+impl PreScorePlugin for NodeHealth {
+    fn pre_score(&self, _state: &mut CycleState, _pod: &Pod, nodes: NodeList<'_>) -> Status {
+        skip_unless_alerted(nodes.snapshot())
     }
 }
 
@@ -165,6 +191,20 @@ mod tests {
                 assert!(s.is_success(), "{name}: {s:?}");
             }
         }
+    }
+
+    #[test]
+    fn skips_when_no_node_has_an_alert() {
+        let p = new(Some(&serde_json::json!({"mode": "Filter"}))).unwrap();
+        let pod = pod("p").build();
+        let alerted = node("b").annotation(ANNOTATION_LAST_ALERT, "2020-01-01T00:00:00Z").build();
+        for (nodes, skip) in [(vec![node("a").build()], true), (vec![node("a").build(), alerted], false)] {
+            let snap = Snapshot::from_parts(nodes, vec![]);
+            let pf = p.as_pre_filter().unwrap().pre_filter(&mut CycleState::new(), &pod, &snap).1;
+            let ps = p.as_pre_score().unwrap().pre_score(&mut CycleState::new(), &pod, snap.node_list());
+            assert_eq!((pf.is_skip(), ps.is_skip()), (skip, skip));
+        }
+        assert!(new(None).unwrap().as_pre_filter().is_none(), "Score mode has no PreFilter");
     }
 
     #[test]

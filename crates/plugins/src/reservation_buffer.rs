@@ -71,7 +71,12 @@ pub struct ReservationBuffer {
 impl ReservationBuffer {
     /// What a non-critical pod may fill of `allocatable`.
     fn limit(&self, allocatable: i64) -> i64 {
-        i64::try_from(i128::from(allocatable) * i128::from(self.ppm) / 1_000_000).unwrap_or(i64::MAX)
+        // 128-bit division is a library call: only when 64 bits overflow
+        // (more than 9 TB of memory).
+        match allocatable.checked_mul(self.ppm) {
+            Some(v) => v / 1_000_000,
+            None => i64::try_from(i128::from(allocatable) * i128::from(self.ppm) / 1_000_000).unwrap_or(i64::MAX),
+        }
     }
 }
 
@@ -179,6 +184,21 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn limits_of_huge_nodes_do_not_overflow() {
+        let b = ReservationBuffer {
+            max_priority: 0,
+            ppm: 900_000,
+            cpu_reason: String::new(),
+            memory_reason: String::new(),
+        };
+        let tib = 1i64 << 40;
+        for alloc in [0, 10, 64 * GI, 20 * tib, i64::MAX] {
+            let want = i64::try_from(i128::from(alloc) * 9 / 10).unwrap();
+            assert_eq!(b.limit(alloc), want, "{alloc}");
         }
     }
 

@@ -8,8 +8,10 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use engine::cache::NodeView;
-use engine::framework::{ClusterEvent, CycleState, EventAction, FilterPlugin, Plugin, Status};
+use engine::cache::{NodeView, Snapshot};
+use engine::framework::{
+    ClusterEvent, CycleState, EventAction, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult, Status,
+};
 use engine::model::Pod;
 use engine::registry::{ArgsError, decode_args};
 use serde::Deserialize;
@@ -61,14 +63,26 @@ impl Plugin for SpotExpiry {
         node_events(&[EventAction::Add, EventAction::Update])
     }
 
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        Some(self)
+    }
+
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
         Some(self)
     }
 }
 
+impl PreFilterPlugin for SpotExpiry {
+    /// No node announces an expiry: nothing to check per node.
+    fn pre_filter(&self, _state: &mut CycleState, _pod: &Pod, snapshot: &Snapshot) -> (PreFilterResult, Status) {
+        let status = if snapshot.fact_counts().spot_expiry == 0 { Status::skip() } else { Status::success() };
+        (PreFilterResult::default(), status)
+    }
+}
+
 impl FilterPlugin for SpotExpiry {
     fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeView<'_>) -> Status {
-        match node.summary().spot_expiry {
+        match node.summary().spot_expiry() {
             // Time only brings the expiry closer: unresolvable.
             Some(expiry) if state.now().saturating_add(self.margin_ms) >= expiry => {
                 Status::unresolvable(Cow::Owned(self.reason.clone()))
@@ -115,6 +129,17 @@ mod tests {
                 assert_eq!(s.message(), "node(s) spot instance expiring within 30m", "{name}");
             }
         }
+    }
+
+    #[test]
+    fn pre_filter_skips_without_spot_nodes() {
+        let p = new(None).unwrap();
+        let pf = p.as_pre_filter().unwrap();
+        let run =
+            |nodes| pf.pre_filter(&mut CycleState::new(), &pod("p").build(), &Snapshot::from_parts(nodes, vec![])).1;
+        assert!(run(vec![node("a").build()]).is_skip());
+        let spot = node("b").annotation(ANNOTATION_SPOT_EXPIRY, "2026-01-01T14:00:00Z").build();
+        assert!(run(vec![node("a").build(), spot]).is_success());
     }
 
     #[test]

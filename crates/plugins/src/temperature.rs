@@ -10,9 +10,10 @@
 
 use std::sync::Arc;
 
-use engine::cache::NodeView;
+use engine::cache::{NodeList, NodeView, Snapshot};
 use engine::framework::{
-    ClusterEvent, CycleState, EventAction, FilterPlugin, MAX_NODE_SCORE, Plugin, ScorePlugin, Status,
+    ClusterEvent, CycleState, EventAction, FilterPlugin, MAX_NODE_SCORE, Plugin, PreFilterPlugin, PreFilterResult,
+    PreScorePlugin, ScorePlugin, Status,
 };
 use engine::model::Pod;
 use engine::registry::{ArgsError, decode_args};
@@ -104,7 +105,15 @@ impl Plugin for Temperature {
         node_events(&[EventAction::Add, EventAction::Update])
     }
 
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        Some(self)
+    }
+
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        Some(self)
+    }
+
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
         Some(self)
     }
 
@@ -113,9 +122,26 @@ impl Plugin for Temperature {
     }
 }
 
+/// Skip when no node reports a temperature: none is too hot, all score 100.
+fn skip_unless_measured(snapshot: &Snapshot) -> Status {
+    if snapshot.fact_counts().temperature == 0 { Status::skip() } else { Status::success() }
+}
+
+impl PreFilterPlugin for Temperature {
+    fn pre_filter(&self, _state: &mut CycleState, _pod: &Pod, snapshot: &Snapshot) -> (PreFilterResult, Status) {
+        (PreFilterResult::default(), skip_unless_measured(snapshot))
+    }
+}
+
+impl PreScorePlugin for Temperature {
+    fn pre_score(&self, _state: &mut CycleState, _pod: &Pod, nodes: NodeList<'_>) -> Status {
+        skip_unless_measured(nodes.snapshot())
+    }
+}
+
 impl FilterPlugin for Temperature {
     fn filter(&self, _state: &CycleState, _pod: &Pod, node: &NodeView<'_>) -> Status {
-        match node.summary().temperature_celsius {
+        match node.summary().temperature_celsius() {
             // Evicting pods does not cool a node in time: unresolvable.
             Some(t) if t >= self.args.max_celsius => Status::unresolvable(ERR_REASON_TOO_HOT),
             _ => Status::success(),
@@ -125,7 +151,7 @@ impl FilterPlugin for Temperature {
 
 impl ScorePlugin for Temperature {
     fn score(&self, _state: &CycleState, _pod: &Pod, node: &NodeView<'_>) -> Result<i64, Status> {
-        Ok(self.score_of(node.summary().temperature_celsius))
+        Ok(self.score_of(node.summary().temperature_celsius()))
     }
 }
 
@@ -166,6 +192,21 @@ mod tests {
                 assert_eq!(v.message(), ERR_REASON_TOO_HOT, "{name}");
             }
             assert_eq!(s.score(&state, &pod("p").build(), &info.view()), Ok(*score), "{name}");
+        }
+    }
+
+    #[test]
+    fn skips_when_no_node_reports_a_temperature() {
+        let p = new(None).unwrap();
+        let pod = pod("p").build();
+        for (nodes, skip) in [
+            (vec![node("a").build()], true),
+            (vec![node("a").build(), node("b").annotation(ANNOTATION_TEMPERATURE, "40").build()], false),
+        ] {
+            let snap = Snapshot::from_parts(nodes, vec![]);
+            let pf = p.as_pre_filter().unwrap().pre_filter(&mut CycleState::new(), &pod, &snap).1;
+            let ps = p.as_pre_score().unwrap().pre_score(&mut CycleState::new(), &pod, snap.node_list());
+            assert_eq!((pf.is_skip(), ps.is_skip()), (skip, skip));
         }
     }
 

@@ -77,14 +77,16 @@ fn decision(c: &mut Criterion) {
         .flat_map(|&n| MODES.iter().map(move |&(mode, pct)| (mode.to_string(), n, pct, false)))
         .chain(MODES.iter().map(|&(mode, pct)| (format!("standard-{mode}"), 5_000, pct, true)));
     for (mode, nodes, pct, standard) in runs {
-        let mut s = scheduler(nodes, pct, standard);
-        // Some existing load so scores differ between nodes.
-        for i in 0..nodes {
-            schedule(&mut s, basic_pod(1_000_000 + i));
-        }
-        let mut i = 0;
         g.throughput(Throughput::Elements(1));
         g.bench_function(BenchmarkId::new(&mode, nodes), |b| {
+            // Set up here, not outside: criterion calls this only for the
+            // benchmarks selected on the command line.
+            let mut s = scheduler(nodes, pct, standard);
+            // Some existing load so scores differ between nodes.
+            for i in 0..nodes {
+                schedule(&mut s, basic_pod(1_000_000 + i));
+            }
+            let mut i = 0;
             b.iter_custom(|iters| {
                 // Timed on a pool thread, as `simulate` and `run` drive
                 // the engine: parallel filtering then splits work inside

@@ -289,8 +289,15 @@ fn ssd_wins_a_tie() {
         n.scores.iter().find(|s| s.plugin == plugin).map(|s| s.weighted).unwrap()
     };
     assert!(score("ssd", "DiskType") > score("hdd", "DiskType"));
-    for plugin in ["ResourceHeadroom", "NodeHealth", "Temperature", "GpuNodeAvoidance"] {
+    let ssd = e.nodes.iter().find(|n| n.node == "ssd").unwrap();
+    let plugins: Vec<&str> = ssd.scores.iter().map(|s| s.plugin.as_str()).collect();
+    assert!(plugins.contains(&"ResourceHeadroom"), "{plugins:?}");
+    for plugin in plugins.iter().filter(|p| **p != "DiskType") {
         assert_eq!(score("ssd", plugin), score("hdd", plugin), "{plugin}");
+    }
+    // Rules with no fact on any node skip the pod: no column.
+    for absent in ["NodeHealth", "Temperature", "GpuNodeAvoidance", "GpuModel"] {
+        assert!(!plugins.contains(&absent), "{absent} in {plugins:?}");
     }
 }
 
