@@ -430,6 +430,34 @@ fn canary_config_splits_pods_and_nodes() {
     }
 }
 
+/// The GPU-pool config (the article's split with default-scheduler) keeps
+/// our pods on the nodes labelled scheduler-group=gpu.
+#[test]
+fn gpu_pool_config_keeps_our_pods_on_the_pool() {
+    let dir = scratch("gpu-pool");
+    let mut yaml = std::fs::read_to_string(workspace_root().join(EXAMPLE)).unwrap();
+    for gpu_node in ["a100-a1", "a100-b1", "t4-a1", "t4-c1"] {
+        let host = format!("    kubernetes.io/hostname: {gpu_node}\n");
+        yaml = yaml.replace(&host, &format!("{host}    scheduler-group: gpu\n"));
+    }
+    let file = write(&dir, "cluster.yaml", &yaml);
+    let v = simulate_json(&["--config", "examples/gpu-pool-config.yaml"], &[&file]);
+    let mut placed = 0;
+    for p in placements(&v) {
+        match p["node"].as_str() {
+            Some(node) => {
+                assert!(node.starts_with("a100-") || node.starts_with("t4-"), "{p}");
+                placed += 1;
+            }
+            None => {
+                let reason = p["reason"].as_str().unwrap();
+                assert!(reason.contains("node(s) outside this profile's node pool"), "{reason}");
+            }
+        }
+    }
+    assert_eq!(placed, 7, "the training and inference pods; the web pods do not tolerate the GPU taint");
+}
+
 // ------------------------------------------------------ what gets scheduled
 
 #[test]

@@ -4,8 +4,11 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeInfo, NodeView};
-use engine::framework::{ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, Status};
+use engine::cache::{NodeInfo, NodeView, Snapshot};
+use engine::framework::{
+    ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult,
+    Status,
+};
 use engine::model::Pod;
 use engine::registry::ArgsError;
 
@@ -37,8 +40,21 @@ impl Plugin for NodeName {
         vec![ClusterEvent::new(EventResource::Node, EventAction::Add)]
     }
 
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        Some(self)
+    }
+
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
         Some(self)
+    }
+}
+
+impl PreFilterPlugin for NodeName {
+    /// A pod without `spec.nodeName` (every pending pod, normally) fits
+    /// every node: no need to ask each one.
+    fn pre_filter(&self, _state: &mut CycleState, pod: &Pod, _snapshot: &Snapshot) -> (PreFilterResult, Status) {
+        let status = if pod.node_name.as_deref().unwrap_or("").is_empty() { Status::skip() } else { Status::success() };
+        (PreFilterResult::default(), status)
     }
 }
 
@@ -79,6 +95,15 @@ mod tests {
                 assert_eq!(s.message(), ERR_REASON, "{name}");
             }
         }
+    }
+
+    #[test]
+    fn pre_filter_skips_pods_without_a_node_name() {
+        let snap = Snapshot::new();
+        let run = |p: Pod| NodeName.pre_filter(&mut CycleState::new(), &p, &snap).1;
+        assert!(run(pod("p").build()).is_skip());
+        assert!(run(pod("p").with(|p| p.node_name = Some(String::new())).build()).is_skip());
+        assert!(run(pod("p").with(|p| p.node_name = Some("n".into())).build()).is_success());
     }
 
     #[test]

@@ -7,9 +7,11 @@
 //! - `run_10k/*`: 10,000 pods scheduled onto a fresh cluster.
 //!
 //! Each at 500, 5,000 and 15,000 nodes, with the adaptive
-//! percentageOfNodesToScore and with 100 %. `decision/standard-*/5000`
-//! runs kube-scheduler's plugin set instead of the policy profile, to show
-//! what the policies cost.
+//! percentageOfNodesToScore and with 100 %. At 5,000 nodes also
+//! `decision/standard-*`: kube-scheduler's plugin set instead of the
+//! policy profile; and `decision/facts-*`: the policy profile on nodes
+//! that carry every policy fact (temperature, alerts, spot expiry, cloud,
+//! disk type, some GPU nodes), so that no policy rule can skip the cycle.
 //! `cargo bench -p gpu-scheduler-sim --bench scheduling`
 
 use std::sync::Arc;
@@ -30,14 +32,42 @@ impl Binder for NoopBinder {
     }
 }
 
-fn scheduler(nodes: usize, percentage: u32, standard: bool) -> Scheduler {
+/// The engine's clock in every benchmark: 2026-01-01T00:00:00Z.
+const NOW: u64 = 1_767_225_600_000;
+
+/// What is scheduled onto what.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Setup {
+    /// The default (policy) profile, scheduler_perf's plain nodes.
+    Policy,
+    /// kube-scheduler's plugin set, plain nodes.
+    Standard,
+    /// The policy profile, nodes with every policy fact.
+    PolicyWithFacts,
+}
+
+fn scheduler(nodes: usize, percentage: u32, setup: Setup) -> Scheduler {
     let cfg = Configuration { percentage_of_nodes_to_score: percentage, ..Default::default() };
-    let set = if standard { plugins::standard_plugins() } else { plugins::default_plugins() };
+    let set = if setup == Setup::Standard { plugins::standard_plugins() } else { plugins::default_plugins() };
     let profiles = build_profiles(&cfg, &plugins::registry(), &set).expect("default profile");
     let mut s = Scheduler::new(&cfg, profiles, 1).expect("profiles");
     for i in 0..nodes {
         let zone = ["zone-a", "zone-b", "zone-c"][i % 3];
-        s.on_node_upsert(node(&format!("node-{i}")).zone(zone).capacity(4000, 32 << 30).pods(110).build(), 0);
+        let mut n = node(&format!("node-{i}")).zone(zone).capacity(4000, 32 << 30).pods(110);
+        if setup == Setup::PolicyWithFacts {
+            n = n
+                .label("gpu-scheduler.io/cloud", if i % 4 == 0 { "public" } else { "private" })
+                .label("disk-type", if i % 2 == 0 { "ssd" } else { "hdd" })
+                .label("maintenance-mode", "false")
+                .annotation("gpu-scheduler.io/temperature-celsius", &format!("{}", 40 + i % 50))
+                .annotation("gpu-scheduler.io/spot-expiry", "2026-06-01T00:00:00Z")
+                // An hour before NOW: old enough not to count.
+                .annotation("gpu-scheduler.io/last-hardware-alert", "2025-12-31T23:00:00Z");
+            if i % 10 == 0 {
+                n = n.label("gpu-model", "a100").resource("nvidia.com/gpu", 8);
+            }
+        }
+        s.on_node_upsert(n.build(), NOW);
     }
     s
 }
@@ -48,13 +78,13 @@ fn basic_pod(i: usize) -> Pod {
 
 /// Schedules one pod through the whole cycle; returns whether it was placed.
 fn schedule(s: &mut Scheduler, p: Pod) -> Option<Arc<Pod>> {
-    s.on_pod_upsert(p, 0);
-    match s.schedule_one(0)? {
+    s.on_pod_upsert(p, NOW);
+    match s.schedule_one(NOW)? {
         CycleOutcome::Assumed(mut task) => {
             let status = task.bind(&NoopBinder);
             let bound = task.pod.clone();
-            s.finish_binding(*task, &status, 0);
-            s.on_pod_upsert((*bound).clone(), 0);
+            s.finish_binding(*task, &status, NOW);
+            s.on_pod_upsert((*bound).clone(), NOW);
             Some(bound)
         }
         CycleOutcome::Failed(_) => None,
@@ -74,19 +104,24 @@ fn decision(c: &mut Criterion) {
     g.sample_size(30).measurement_time(Duration::from_secs(5));
     let runs = SIZES
         .iter()
-        .flat_map(|&n| MODES.iter().map(move |&(mode, pct)| (mode.to_string(), n, pct, false)))
-        .chain(MODES.iter().map(|&(mode, pct)| (format!("standard-{mode}"), 5_000, pct, true)));
-    for (mode, nodes, pct, standard) in runs {
+        .flat_map(|&n| MODES.iter().map(move |&(mode, pct)| (mode.to_string(), n, pct, Setup::Policy)))
+        .chain(MODES.iter().map(|&(mode, pct)| (format!("standard-{mode}"), 5_000, pct, Setup::Standard)))
+        .chain(MODES.iter().map(|&(mode, pct)| (format!("facts-{mode}"), 5_000, pct, Setup::PolicyWithFacts)));
+    for (mode, nodes, pct, setup) in runs {
         g.throughput(Throughput::Elements(1));
+        // Set up on the first call: criterion calls the closure only for
+        // the benchmarks selected on the command line, but many times each.
+        let mut cluster: Option<Scheduler> = None;
+        let mut i = 0;
         g.bench_function(BenchmarkId::new(&mode, nodes), |b| {
-            // Set up here, not outside: criterion calls this only for the
-            // benchmarks selected on the command line.
-            let mut s = scheduler(nodes, pct, standard);
-            // Some existing load so scores differ between nodes.
-            for i in 0..nodes {
-                schedule(&mut s, basic_pod(1_000_000 + i));
-            }
-            let mut i = 0;
+            let s = cluster.get_or_insert_with(|| {
+                let mut s = scheduler(nodes, pct, setup);
+                // Some existing load so scores differ between nodes.
+                for i in 0..nodes {
+                    schedule(&mut s, basic_pod(1_000_000 + i));
+                }
+                s
+            });
             b.iter_custom(|iters| {
                 // Timed on a pool thread, as `simulate` and `run` drive
                 // the engine: parallel filtering then splits work inside
@@ -95,8 +130,8 @@ fn decision(c: &mut Criterion) {
                     let start = Instant::now();
                     for _ in 0..iters {
                         i += 1;
-                        if let Some(bound) = schedule(&mut s, basic_pod(i)) {
-                            s.on_pod_delete(&bound.uid, 0);
+                        if let Some(bound) = schedule(s, basic_pod(i)) {
+                            s.on_pod_delete(&bound.uid, NOW);
                         }
                     }
                     start.elapsed()
@@ -117,7 +152,7 @@ fn run_10k(c: &mut Criterion) {
                 b.iter_custom(|iters| {
                     let mut total = Duration::ZERO;
                     for _ in 0..iters {
-                        let mut s = scheduler(nodes, pct, false);
+                        let mut s = scheduler(nodes, pct, Setup::Policy);
                         total += pool().install(|| {
                             let start = Instant::now();
                             for i in 0..10_000 {
