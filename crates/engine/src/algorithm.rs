@@ -302,11 +302,20 @@ impl Algorithm {
             return Ok(take);
         }
         // Chunks a little larger than what is wanted: most nodes pass in a
-        // healthy cluster, so one chunk usually suffices.
-        let chunk = (want + want / 4).max(PARALLEL_THRESHOLD).min(n);
+        // healthy cluster, so one chunk usually suffices. Later chunks are
+        // sized by the pass rate seen so far: a fixed size would filter
+        // hundreds of nodes in parallel to find the last few.
+        let found_before = feasible.len();
+        let mut chunk = (want + want / 4).max(PARALLEL_THRESHOLD).min(n);
         let mut processed = 0;
         let mut verdicts: Vec<Result<(), Status>> = Vec::with_capacity(chunk);
         'chunks: while processed < n {
+            if processed > 0 {
+                let found = (feasible.len() - found_before).max(1);
+                let missing = want.saturating_sub(feasible.len());
+                let needed = missing * processed / found;
+                chunk = (needed + needed / 4).max(PARALLEL_THRESHOLD);
+            }
             let len = chunk.min(n - processed);
             let at = |i: usize| nodes.position((start + processed + i) % n);
             let check = |i: usize| filter_node(filters, state, pod, &nodes.get((start + processed + i) % n));
@@ -524,6 +533,51 @@ mod tests {
                 assert_eq!(e.message(), "0/2 nodes are available: 2 bad node.");
             }
         }
+    }
+
+    /// A partial search where few nodes pass stops at the node that
+    /// completes the count, however the chunks are sized, and the next
+    /// search starts after it.
+    #[test]
+    fn a_partial_search_stops_where_the_count_is_reached() {
+        let tiers: Arc<dyn Plugin> = Arc::new(Tiers);
+        let profile = Profile {
+            scheduler_name: "s".into(),
+            percentage_of_nodes_to_score: Some(10),
+            pod_selector: None,
+            node_selector: None,
+            pre_enqueue: vec![],
+            queue_sort: tiers.clone(),
+            pre_filter: vec![],
+            filter: vec![tiers.clone()],
+            post_filter: vec![],
+            pre_score: vec![],
+            score: vec![],
+            reserve: vec![],
+            permit: vec![],
+            pre_bind: vec![],
+            bind: vec![],
+            post_bind: vec![],
+        };
+        // 2,000 nodes, one in five passes; 10 % means 200 to find.
+        let names: Vec<String> =
+            (0..2000).map(|i| if i % 5 == 0 { format!("ok{i:04}") } else { format!("bad{i:04}") }).collect();
+        // A zone each keeps the search order that of the names' numbers.
+        let nodes = names.iter().map(|n| node(n).zone(&format!("z{}", &n[n.len() - 4..])).build()).collect();
+        let snap = Snapshot::from_parts(nodes, vec![]);
+        let mut algo = Algorithm::new(0, 1);
+        let mut last_evaluated = 0;
+        for round in 0..3 {
+            let d = algo.schedule(&profile, &mut CycleState::new(), &pod("p").build(), &snap);
+            assert_eq!(d.record.feasible_names().count(), 200, "round {round}");
+            // Exactly up to the 200th passing node: 199 × 5 + 1 nodes when
+            // the search starts on a passing node, a few more otherwise.
+            let evaluated = d.record.evaluated_nodes;
+            assert!((996..=1000).contains(&evaluated), "round {round}: {evaluated}");
+            assert_eq!(d.record.rejected.len(), evaluated - 200, "round {round}");
+            last_evaluated += evaluated;
+        }
+        assert_eq!(algo.next_start_node_index, last_evaluated % 2000, "resumes after the last node seen");
     }
 
     #[test]
