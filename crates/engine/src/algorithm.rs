@@ -492,18 +492,18 @@ mod tests {
         }
     }
 
-    #[test]
-    fn fallback_nodes_are_used_only_when_nothing_else_fits() {
+    /// A profile whose only filter (and queue sort) is [`Tiers`].
+    fn tiers_profile(percentage_of_nodes_to_score: Option<u32>) -> Profile {
         let tiers: Arc<dyn Plugin> = Arc::new(Tiers);
-        let profile = Profile {
+        Profile {
             scheduler_name: "s".into(),
-            percentage_of_nodes_to_score: None,
+            percentage_of_nodes_to_score,
             pod_selector: None,
             node_selector: None,
             pre_enqueue: vec![],
             queue_sort: tiers.clone(),
             pre_filter: vec![],
-            filter: vec![tiers.clone()],
+            filter: vec![tiers],
             post_filter: vec![],
             pre_score: vec![],
             score: vec![],
@@ -512,7 +512,12 @@ mod tests {
             pre_bind: vec![],
             bind: vec![],
             post_bind: vec![],
-        };
+        }
+    }
+
+    #[test]
+    fn fallback_nodes_are_used_only_when_nothing_else_fits() {
+        let profile = tiers_profile(None);
         // (nodes, expected feasible, expected held back or rejected count, outcome)
         let cases: [(&[&str], &[&str], usize, bool); 4] = [
             (&["priv1", "pub1", "bad1"], &["priv1"], 2, true),
@@ -540,25 +545,7 @@ mod tests {
     /// search starts after it.
     #[test]
     fn a_partial_search_stops_where_the_count_is_reached() {
-        let tiers: Arc<dyn Plugin> = Arc::new(Tiers);
-        let profile = Profile {
-            scheduler_name: "s".into(),
-            percentage_of_nodes_to_score: Some(10),
-            pod_selector: None,
-            node_selector: None,
-            pre_enqueue: vec![],
-            queue_sort: tiers.clone(),
-            pre_filter: vec![],
-            filter: vec![tiers.clone()],
-            post_filter: vec![],
-            pre_score: vec![],
-            score: vec![],
-            reserve: vec![],
-            permit: vec![],
-            pre_bind: vec![],
-            bind: vec![],
-            post_bind: vec![],
-        };
+        let profile = tiers_profile(Some(10));
         // 2,000 nodes, one in five passes; 10 % means 200 to find.
         let names: Vec<String> =
             (0..2000).map(|i| if i % 5 == 0 { format!("ok{i:04}") } else { format!("bad{i:04}") }).collect();

@@ -11,6 +11,8 @@ use engine::model::Pod;
 use engine::registry::{ArgsError, decode_args};
 use serde::Deserialize;
 
+use crate::helper::skip_if;
+
 pub const NAME: &str = "DiskType";
 
 /// `DiskTypeArgs`.
@@ -70,11 +72,7 @@ impl PreScorePlugin for DiskType {
     /// No SSD node at all: every node would score 0. (Other preferred
     /// types are not counted, so they are always scored.)
     fn pre_score(&self, _state: &mut CycleState, _pod: &Pod, nodes: NodeList<'_>) -> Status {
-        if self.preferred == "ssd" && nodes.snapshot().fact_counts().ssd == 0 {
-            Status::skip()
-        } else {
-            Status::success()
-        }
+        skip_if(self.preferred == "ssd" && nodes.snapshot().fact_counts().ssd == 0)
     }
 }
 

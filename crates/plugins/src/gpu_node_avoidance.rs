@@ -12,7 +12,7 @@ use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreSco
 use engine::model::Pod;
 use engine::registry::ArgsError;
 
-use crate::helper::decode_no_args;
+use crate::helper::{decode_no_args, skip_if};
 
 pub const NAME: &str = "GpuNodeAvoidance";
 
@@ -42,11 +42,7 @@ impl PreScorePlugin for GpuNodeAvoidance {
     /// GPU pods are GpuModel's business; without GPU nodes every node
     /// would score 100.
     fn pre_score(&self, _state: &mut CycleState, pod: &Pod, nodes: NodeList<'_>) -> Status {
-        if pod.requests.scalar(GPU_RESOURCE) > 0 || nodes.snapshot().fact_counts().gpus == 0 {
-            Status::skip()
-        } else {
-            Status::success()
-        }
+        skip_if(pod.requests.scalar(GPU_RESOURCE) > 0 || nodes.snapshot().fact_counts().gpus == 0)
     }
 }
 

@@ -3,7 +3,7 @@
 //! for plugins that take none.
 
 use engine::config::go_duration;
-use engine::framework::{ClusterEvent, EventAction, EventResource};
+use engine::framework::{ClusterEvent, EventAction, EventResource, Status};
 use engine::model::{Node, Pod, Taint, TaintEffect, Toleration};
 use engine::queue::Millis;
 use engine::registry::{ArgsError, decode_args};
@@ -77,6 +77,12 @@ pub fn decode_no_args(args: Option<&serde_json::Value>) -> Result<(), ArgsError>
 pub fn duration_ms(field: &str, value: &str) -> Result<Millis, ArgsError> {
     let d = go_duration::parse(value).map_err(|e| ArgsError::new(field, e))?;
     Ok(Millis::try_from(d.as_millis()).unwrap_or(Millis::MAX))
+}
+
+/// `Skip` when `skip` holds, else success: what a PreFilter or PreScore
+/// returns after deciding whether the pod needs the plugin at all.
+pub fn skip_if(skip: bool) -> Status {
+    if skip { Status::skip() } else { Status::success() }
 }
 
 /// Node events with the given actions: what may make a node that a

@@ -13,7 +13,7 @@ use engine::framework::{
 use engine::model::Pod;
 use engine::registry::ArgsError;
 
-use crate::helper::{decode_no_args, node_events};
+use crate::helper::{decode_no_args, node_events, skip_if};
 
 pub const NAME: &str = "Maintenance";
 
@@ -44,8 +44,7 @@ impl Plugin for Maintenance {
 impl PreFilterPlugin for Maintenance {
     /// No node in maintenance: nothing to check per node.
     fn pre_filter(&self, _state: &mut CycleState, _pod: &Pod, snapshot: &Snapshot) -> (PreFilterResult, Status) {
-        let status = if snapshot.fact_counts().maintenance == 0 { Status::skip() } else { Status::success() };
-        (PreFilterResult::default(), status)
+        (PreFilterResult::default(), skip_if(snapshot.fact_counts().maintenance == 0))
     }
 }
 

@@ -23,7 +23,7 @@ use engine::queue::Millis;
 use engine::registry::{ArgsError, decode_args};
 use serde::Deserialize;
 
-use crate::helper::{duration_ms, node_events};
+use crate::helper::{duration_ms, node_events, skip_if};
 
 pub const NAME: &str = "NodeHealth";
 
@@ -113,7 +113,7 @@ impl Plugin for NodeHealth {
 
 /// Skip when no node has ever had an alert: all are healthy.
 fn skip_unless_alerted(snapshot: &Snapshot) -> Status {
-    if snapshot.fact_counts().hardware_alert == 0 { Status::skip() } else { Status::success() }
+    skip_if(snapshot.fact_counts().hardware_alert == 0)
 }
 
 impl PreFilterPlugin for NodeHealth {

@@ -12,7 +12,7 @@ use engine::framework::{
 use engine::model::Pod;
 use engine::registry::ArgsError;
 
-use crate::helper::decode_no_args;
+use crate::helper::{decode_no_args, skip_if};
 
 pub const NAME: &str = "NodeName";
 
@@ -53,8 +53,7 @@ impl PreFilterPlugin for NodeName {
     /// A pod without `spec.nodeName` (every pending pod, normally) fits
     /// every node: no need to ask each one.
     fn pre_filter(&self, _state: &mut CycleState, pod: &Pod, _snapshot: &Snapshot) -> (PreFilterResult, Status) {
-        let status = if pod.node_name.as_deref().unwrap_or("").is_empty() { Status::skip() } else { Status::success() };
-        (PreFilterResult::default(), status)
+        (PreFilterResult::default(), skip_if(pod.node_name.as_deref().unwrap_or("").is_empty()))
     }
 }
 

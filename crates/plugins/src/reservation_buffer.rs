@@ -22,6 +22,8 @@ use engine::model::Pod;
 use engine::registry::{ArgsError, decode_args};
 use serde::Deserialize;
 
+use crate::helper::skip_if;
+
 pub const NAME: &str = "ReservationBuffer";
 
 /// `ReservationBufferArgs`.
@@ -122,7 +124,7 @@ impl PreFilterPlugin for ReservationBuffer {
     /// this plugin's concern.
     fn pre_filter(&self, _state: &mut CycleState, pod: &Pod, _snapshot: &Snapshot) -> (PreFilterResult, Status) {
         let exempt = pod.priority > self.max_priority || (pod.requests.milli_cpu == 0 && pod.requests.memory == 0);
-        (PreFilterResult::default(), if exempt { Status::skip() } else { Status::success() })
+        (PreFilterResult::default(), skip_if(exempt))
     }
 }
 

@@ -16,7 +16,7 @@ use engine::model::Pod;
 use engine::registry::{ArgsError, decode_args};
 use serde::Deserialize;
 
-use crate::helper::{duration_ms, node_events};
+use crate::helper::{duration_ms, node_events, skip_if};
 
 pub const NAME: &str = "SpotExpiry";
 
@@ -75,8 +75,7 @@ impl Plugin for SpotExpiry {
 impl PreFilterPlugin for SpotExpiry {
     /// No node announces an expiry: nothing to check per node.
     fn pre_filter(&self, _state: &mut CycleState, _pod: &Pod, snapshot: &Snapshot) -> (PreFilterResult, Status) {
-        let status = if snapshot.fact_counts().spot_expiry == 0 { Status::skip() } else { Status::success() };
-        (PreFilterResult::default(), status)
+        (PreFilterResult::default(), skip_if(snapshot.fact_counts().spot_expiry == 0))
     }
 }
 

@@ -19,7 +19,7 @@ use engine::model::Pod;
 use engine::registry::{ArgsError, decode_args};
 use serde::Deserialize;
 
-use crate::helper::node_events;
+use crate::helper::{node_events, skip_if};
 
 pub const NAME: &str = "Temperature";
 
@@ -124,7 +124,7 @@ impl Plugin for Temperature {
 
 /// Skip when no node reports a temperature: none is too hot, all score 100.
 fn skip_unless_measured(snapshot: &Snapshot) -> Status {
-    if snapshot.fact_counts().temperature == 0 { Status::skip() } else { Status::success() }
+    skip_if(snapshot.fact_counts().temperature == 0)
 }
 
 impl PreFilterPlugin for Temperature {
