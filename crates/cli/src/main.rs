@@ -29,6 +29,34 @@ enum Command {
         /// The configuration file (GpuSchedulerConfiguration YAML).
         file: PathBuf,
     },
+    /// Schedule a live cluster: the pods whose schedulerName is one of the profiles'.
+    Run(RunArgs),
+    /// Write a live cluster's Nodes, Namespaces, PriorityClasses and Pods as YAML `simulate` reads.
+    Snapshot {
+        /// Kubeconfig of the cluster; without one, the in-cluster service account.
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// Write here instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Kubeconfig of the cluster; without one, the in-cluster service account.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Configuration file; without one, the default profile.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Seed for breaking ties between equally scored nodes (the same seed
+    /// as `simulate` makes a snapshot's simulation decide alike).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Bindings in flight at most.
+    #[arg(long, default_value_t = 64)]
+    bind_concurrency: usize,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -78,14 +106,24 @@ fn bad_config(e: impl Into<anyhow::Error>) -> Exit {
 }
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // A long-running scheduler logs what it does; one-shot commands only
+    // their warnings. RUST_LOG overrides both.
+    let default_filter = match cli.command {
+        Command::Run(_) => "info",
+        _ => "warn",
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter.into()),
+        )
         .init();
-    let cli = Cli::parse();
     let result = match cli.command {
         Command::Simulate(args) => simulate(args),
         Command::CheckConfig { file } => check_config(&file),
+        Command::Run(args) => run(args),
+        Command::Snapshot { kubeconfig, output } => snapshot(kubeconfig, output),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -184,4 +222,74 @@ fn simulate(args: SimulateArgs) -> Result<(), Exit> {
         }
     }
     Ok(())
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Exit> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?)
+}
+
+fn run(args: RunArgs) -> Result<(), Exit> {
+    let cfg = match &args.config {
+        Some(p) => load_config(p)?,
+        None => Configuration::default(),
+    };
+    if cfg.leader_election.leader_elect {
+        tracing::warn!(
+            "leaderElection.leaderElect is set but leader election is not available yet: \
+             run a single replica"
+        );
+    }
+    let profiles = build_profiles(&cfg, &plugins::registry(), &plugins::default_plugins()).map_err(bad_config)?;
+    let scheduler = engine::scheduler::Scheduler::new(&cfg, profiles, args.seed).map_err(bad_config)?;
+    let instance = std::env::var("HOSTNAME").unwrap_or_else(|_| "gpu-scheduler".into());
+    let options = live::RunOptions { bind_concurrency: args.bind_concurrency, instance };
+    let rt = runtime()?;
+    rt.block_on(async {
+        let clients =
+            live::Clients::connect(args.kubeconfig.as_deref(), &cfg.client_connection).await.map_err(bad_config)?;
+        live::run(clients, scheduler, options, shutdown_signal()).await?;
+        Ok(())
+    })
+}
+
+/// SIGTERM (how Kubernetes stops a pod) or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}
+
+fn snapshot(kubeconfig: Option<PathBuf>, output: Option<PathBuf>) -> Result<(), Exit> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        // Rate limits of the default configuration: a snapshot is a few lists.
+        let clients = live::Clients::connect(kubeconfig.as_deref(), &config::ClientConnection::default())
+            .await
+            .map_err(bad_config)?;
+        let mut buf = Vec::new();
+        let counts = live::snapshot::write(&clients.main, &mut buf).await?;
+        match &output {
+            Some(path) => std::fs::write(path, &buf).with_context(|| format!("writing {}", path.display()))?,
+            None => std::io::stdout().write_all(&buf).context("writing the snapshot")?,
+        }
+        eprintln!("snapshot: {} nodes, {} pods ({} pending)", counts.nodes, counts.pods, counts.pending);
+        Ok(())
+    })
 }

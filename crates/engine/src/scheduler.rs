@@ -246,8 +246,11 @@ impl Scheduler {
             return;
         }
         let Some(profile) = self.profile_for(&pod).cloned() else { return };
-        if self.cache.is_assumed(&pod.uid) {
-            return; // our own decision, not yet confirmed by the API
+        if self.cache.pod(&pod.uid).is_some() {
+            // Assumed (our decision, not yet confirmed), or already seen
+            // bound: a node name is never unset, so this is a stale view
+            // (a live run watches pending and bound pods separately).
+            return;
         }
         for p in &profile.pre_enqueue {
             let Some(pe) = p.as_pre_enqueue() else { continue };
@@ -264,6 +267,15 @@ impl Scheduler {
         } else {
             self.queue.add(pod, now);
         }
+    }
+
+    /// A pending pod is gone from the pending pods' view: deleted, or bound
+    /// (the bound view then reports it). Only the queue forgets it; an
+    /// assumed pod stays until its binding reports, which knows whether
+    /// the pod landed.
+    pub fn on_unassigned_pod_delete(&mut self, uid: &str) {
+        self.queue.delete(uid);
+        self.gated.remove(uid);
     }
 
     pub fn on_pod_delete(&mut self, uid: &str, now: Millis) {

@@ -1,0 +1,108 @@
+//! Binding through the API: `POST pods/NAME/binding` with the pod's UID,
+//! so a pod deleted and re-created under the same name is never bound by
+//! a decision taken for the old one. The API server refuses to bind a pod
+//! twice (409), which with the UID makes double binding impossible.
+
+use std::sync::Mutex;
+
+use engine::framework::Binder;
+use engine::model::Pod;
+use k8s_openapi::api::core::v1::{Binding, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::PostParams;
+use kube::{Api, Client};
+use tokio::runtime::Handle;
+
+/// How a binding call ended, as far as the scheduler cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BindOutcome {
+    Bound,
+    /// 404: the pod is gone; drop it.
+    PodGone,
+    /// 409 and other refusals or transport errors: forget the assumption
+    /// and let the queue retry (the watch reports it if it was bound).
+    Failed,
+}
+
+/// A [`Binder`] for one binding task. It runs on a blocking thread (the
+/// engine's Bind plugins are synchronous) and waits for the call on the
+/// runtime; it remembers how the call ended.
+pub struct ApiBinder {
+    client: Client,
+    runtime: Handle,
+    outcome: Mutex<Option<BindOutcome>>,
+}
+
+impl ApiBinder {
+    pub fn new(client: Client, runtime: Handle) -> ApiBinder {
+        ApiBinder { client, runtime, outcome: Mutex::new(None) }
+    }
+
+    /// The outcome of the last call, if a Bind plugin called it.
+    pub fn outcome(&self) -> Option<BindOutcome> {
+        *self.outcome.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn set(&self, o: BindOutcome) {
+        *self.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(o);
+    }
+}
+
+/// The Binding object kube-scheduler posts.
+pub fn binding(pod: &Pod, node: &str) -> Binding {
+    Binding {
+        metadata: ObjectMeta {
+            name: Some(pod.name.clone()),
+            namespace: Some(pod.namespace.clone()),
+            uid: Some(pod.uid.clone()),
+            ..Default::default()
+        },
+        target: ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Node".into()),
+            name: Some(node.to_string()),
+            ..Default::default()
+        },
+    }
+}
+
+impl Binder for ApiBinder {
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
+        let api: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(self.client.clone(), &pod.namespace);
+        let body = binding(pod, node);
+        let result = self.runtime.block_on(api.create_subresource::<_, serde_json::Value>(
+            "binding",
+            &pod.name,
+            &PostParams::default(),
+            &body,
+        ));
+        match result {
+            Ok(_) => {
+                self.set(BindOutcome::Bound);
+                Ok(())
+            }
+            Err(kube::Error::Api(status)) => {
+                self.set(if status.code == 404 { BindOutcome::PodGone } else { BindOutcome::Failed });
+                Err(format!("binding rejected: {} ({})", status.message, status.code))
+            }
+            Err(e) => {
+                self.set(BindOutcome::Failed);
+                Err(format!("binding failed: {e}"))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_binding_names_the_pod_by_uid_and_the_node() {
+        let pod = engine::testing::pod("p").build();
+        let b = serde_json::to_value(binding(&pod, "n1")).unwrap_or_default();
+        assert_eq!(b["metadata"]["name"], "p");
+        assert_eq!(b["metadata"]["uid"], serde_json::Value::String(pod.uid.clone()));
+        assert_eq!(b["target"], serde_json::json!({"apiVersion": "v1", "kind": "Node", "name": "n1"}));
+    }
+}

@@ -1,0 +1,269 @@
+//! Telling users: Events (events.k8s.io/v1) `Scheduled` and
+//! `FailedScheduling`, and the pod condition `PodScheduled=False` with
+//! reason `Unschedulable`. These go through a bounded queue to a
+//! background worker, never on the scheduling thread; when the queue is
+//! full a report is dropped and counted rather than slowing scheduling.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ObjectReference, Pod as K8sPod};
+use kube::api::{Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter as EventReporter};
+use kube::{Api, Client};
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tracing::{debug, warn};
+
+/// Reports waiting to be sent, at most.
+const QUEUE: usize = 4096;
+/// Reports being sent at once.
+const CONCURRENCY: usize = 16;
+
+/// The pod a report is about.
+#[derive(Debug, Clone)]
+pub struct PodId {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub scheduler_name: String,
+}
+
+impl PodId {
+    pub fn of(pod: &engine::model::Pod) -> PodId {
+        PodId {
+            namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
+            uid: pod.uid.clone(),
+            scheduler_name: pod.scheduler_name.clone(),
+        }
+    }
+
+    fn reference(&self) -> ObjectReference {
+        ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            namespace: Some(self.namespace.clone()),
+            name: Some(self.name.clone()),
+            uid: Some(self.uid.clone()),
+            ..Default::default()
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum Report {
+    Scheduled {
+        pod: PodId,
+        node: String,
+    },
+    /// A failed attempt: an Event, and the condition when `condition` is
+    /// set (it changed since the last report for this pod).
+    Failed {
+        pod: PodId,
+        message: String,
+        reason: &'static str,
+        condition: bool,
+        nominated_node: Option<String>,
+    },
+    /// A node fact that could not be read (DESIGN.md §4: reported once).
+    NodeWarning {
+        node: String,
+        message: String,
+        controller: String,
+    },
+}
+
+/// The sending side, used by the scheduling thread.
+#[derive(Clone)]
+pub struct Reporter {
+    tx: mpsc::Sender<Report>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl Reporter {
+    /// Starts the worker. It stops when every `Reporter` is dropped and
+    /// the queue is drained.
+    pub fn start(events: Client, main: Client, instance: &str) -> (Reporter, JoinHandle<()>) {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let worker = Worker { events, main, instance: instance.to_string(), recorders: Default::default() };
+        let handle = tokio::spawn(worker.run(rx));
+        (Reporter { tx, dropped: Arc::default() }, handle)
+    }
+
+    /// Queues a report; never waits.
+    pub fn send(&self, report: Report) {
+        if let Err(e) = self.tx.try_send(report) {
+            let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if n.is_power_of_two() {
+                warn!(dropped = n, "event queue full or closed, report dropped: {e}");
+            }
+        }
+    }
+
+    /// Reports dropped because the queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+struct Worker {
+    events: Client,
+    main: Client,
+    instance: String,
+    /// One recorder per schedulerName: it is the Events' reporting
+    /// controller, as kube-scheduler reports each profile by its name.
+    recorders: std::sync::Mutex<HashMap<String, Recorder>>,
+}
+
+impl Worker {
+    async fn run(self, rx: mpsc::Receiver<Report>) {
+        let this = &self;
+        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|r| (r, rx)) })
+            .for_each_concurrent(CONCURRENCY, |r| async move { this.send(r).await })
+            .await;
+    }
+
+    fn recorder(&self, scheduler_name: &str) -> Recorder {
+        let mut map = self.recorders.lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(scheduler_name.to_string())
+            .or_insert_with(|| {
+                let reporter = EventReporter {
+                    controller: scheduler_name.to_string(),
+                    instance: Some(format!("{scheduler_name}-{}", self.instance)),
+                };
+                Recorder::new(self.events.clone(), reporter)
+            })
+            .clone()
+    }
+
+    async fn send(&self, report: Report) {
+        match report {
+            Report::Scheduled { pod, node } => {
+                let ev = Event {
+                    type_: EventType::Normal,
+                    reason: "Scheduled".into(),
+                    note: Some(format!("Successfully assigned {}/{} to {node}", pod.namespace, pod.name)),
+                    action: "Binding".into(),
+                    secondary: None,
+                };
+                self.event(&pod, ev).await;
+            }
+            Report::Failed { pod, message, reason, condition, nominated_node } => {
+                let ev = Event {
+                    type_: EventType::Warning,
+                    reason: "FailedScheduling".into(),
+                    note: Some(truncate(&message, 1024)),
+                    action: "Scheduling".into(),
+                    secondary: None,
+                };
+                self.event(&pod, ev).await;
+                if condition {
+                    self.condition(&pod, &message, reason, nominated_node.as_deref()).await;
+                }
+            }
+            Report::NodeWarning { node, message, controller } => {
+                let ev = Event {
+                    type_: EventType::Warning,
+                    reason: "InvalidNodeFact".into(),
+                    note: Some(truncate(&message, 1024)),
+                    action: "Scheduling".into(),
+                    secondary: None,
+                };
+                let node_ref = ObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("Node".into()),
+                    name: Some(node.clone()),
+                    ..Default::default()
+                };
+                if let Err(e) = self.recorder(&controller).publish(&ev, &node_ref).await {
+                    debug!(%node, "event not recorded: {e}");
+                }
+            }
+        }
+    }
+
+    async fn event(&self, pod: &PodId, ev: Event) {
+        if let Err(e) = self.recorder(&pod.scheduler_name).publish(&ev, &pod.reference()).await {
+            debug!(pod = %format!("{}/{}", pod.namespace, pod.name), "event not recorded: {e}");
+        }
+    }
+
+    /// A strategic-merge patch of the status: `conditions` merge by
+    /// `type`, so other conditions are untouched.
+    async fn condition(&self, pod: &PodId, message: &str, reason: &str, nominated_node: Option<&str>) {
+        let api: Api<K8sPod> = Api::namespaced(self.main.clone(), &pod.namespace);
+        let patch = condition_patch(pod, message, reason, nominated_node, jiff::Timestamp::now());
+        let params = PatchParams::default();
+        if let Err(e) = api.patch_status(&pod.name, &params, &Patch::Strategic(patch)).await {
+            debug!(pod = %format!("{}/{}", pod.namespace, pod.name), "status not updated: {e}");
+        }
+    }
+}
+
+/// The status patch for an unschedulable pod. The UID precondition keeps
+/// it from landing on a new pod of the same name.
+pub fn condition_patch(
+    pod: &PodId,
+    message: &str,
+    reason: &str,
+    nominated_node: Option<&str>,
+    now: jiff::Timestamp,
+) -> serde_json::Value {
+    let mut status = json!({
+        "conditions": [{
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        }]
+    });
+    if let Some(node) = nominated_node {
+        status["nominatedNodeName"] = json!(node);
+    }
+    json!({"metadata": {"uid": pod.uid}, "status": status})
+}
+
+/// Event notes are limited to 1 KiB by the API server.
+fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max - 3;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_condition_patch_merges_by_type_and_carries_the_uid() {
+        let pod = PodId { namespace: "ns".into(), name: "p".into(), uid: "u1".into(), scheduler_name: "s".into() };
+        let now: jiff::Timestamp = "2026-01-02T03:04:05Z".parse().unwrap_or_default();
+        let p = condition_patch(&pod, "0/3 nodes are available", "Unschedulable", Some("n1"), now);
+        assert_eq!(
+            p,
+            json!({"metadata": {"uid": "u1"}, "status": {
+                "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                    "message": "0/3 nodes are available", "lastTransitionTime": "2026-01-02T03:04:05Z"}],
+                "nominatedNodeName": "n1"}})
+        );
+        assert!(condition_patch(&pod, "m", "Unschedulable", None, now)["status"].get("nominatedNodeName").is_none());
+    }
+
+    #[test]
+    fn long_notes_are_cut_on_a_character_boundary() {
+        assert_eq!(truncate("short", 1024), "short");
+        let long = "é".repeat(600);
+        let t = truncate(&long, 1024);
+        assert!(t.len() <= 1024 && t.ends_with("..."), "{}", t.len());
+    }
+}

@@ -1,0 +1,383 @@
+//! `gpu-scheduler run`: the engine's [`Scheduler`] driven by a live
+//! cluster.
+//!
+//! One thread owns the `Scheduler` (the one writer): it applies the
+//! watches' changes and the bindings' results, and runs scheduling cycles
+//! between them. Bindings run on the async runtime, at most
+//! `bind_concurrency` at once; Events and status patches go to the
+//! [`Reporter`]'s queue. Nothing else touches the cache.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use engine::framework::Status;
+use engine::queue::Millis;
+use engine::scheduler::{BindingTask, CycleOutcome, Scheduler};
+use tokio::runtime::Handle;
+use tokio::sync::{Semaphore, mpsc};
+use tracing::{debug, info, warn};
+
+use crate::KubeError;
+use crate::binder::{ApiBinder, BindOutcome};
+use crate::client::Clients;
+use crate::report::{PodId, Report, Reporter};
+use crate::watch::{self, Change};
+
+/// Changes and results waiting for the scheduling thread, at most; a full
+/// queue holds the watches back.
+const INPUT_QUEUE: usize = 8192;
+/// The longest the scheduling thread sleeps: the unschedulable pool is
+/// flushed on the clock, not on an event.
+const IDLE_WAKEUP: Duration = Duration::from_secs(1);
+/// How long a stopping scheduler waits for bindings in flight.
+const DRAIN_BINDINGS: Duration = Duration::from_secs(30);
+/// How long a stopping scheduler waits for queued Events and patches.
+const DRAIN_REPORTS: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Bindings in flight at most.
+    pub bind_concurrency: usize,
+    /// This replica's name in Events (`reportingInstance`).
+    pub instance: String,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions { bind_concurrency: 64, instance: "gpu-scheduler".into() }
+    }
+}
+
+/// What a run did, for the log line it ends with.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RunSummary {
+    pub bound: u64,
+    pub failed_attempts: u64,
+    pub bind_failures: u64,
+    /// Bindings still in flight when the drain deadline passed.
+    pub abandoned: usize,
+}
+
+enum Input {
+    Change(Change),
+    Bound {
+        task: Box<BindingTask>,
+        status: Status,
+        outcome: Option<BindOutcome>,
+    },
+    /// A binding task died (a panic): its pod is forgotten.
+    BindLost {
+        uid: String,
+    },
+    Stop,
+}
+
+impl From<Change> for Input {
+    fn from(c: Change) -> Self {
+        Input::Change(c)
+    }
+}
+
+/// Schedules the cluster until `shutdown` resolves, then stops taking
+/// pods, lets bindings in flight finish and sends the queued reports.
+pub async fn run(
+    clients: Clients,
+    scheduler: Scheduler,
+    options: RunOptions,
+    shutdown: impl Future<Output = ()>,
+) -> Result<RunSummary, KubeError> {
+    let names: Vec<String> = scheduler.profiles().iter().map(|p| p.scheduler_name.clone()).collect();
+    let (tx, rx) = mpsc::channel::<Input>(INPUT_QUEUE);
+    let sources = watch::spawn_all(&clients.main, &names, tx.clone());
+    let (reporter, report_worker) = Reporter::start(clients.events.clone(), clients.main.clone(), &options.instance);
+    let driver = Driver {
+        sched: scheduler,
+        runtime: Handle::current(),
+        tx: tx.clone(),
+        client: clients.main.clone(),
+        reporter: reporter.clone(),
+        bind_slots: Arc::new(Semaphore::new(options.bind_concurrency.max(1))),
+        unsynced: sources.len(),
+        in_flight: 0,
+        pending: HashSet::new(),
+        conditions: HashMap::new(),
+        summary: RunSummary::default(),
+    };
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("scheduling".into())
+        .spawn(move || {
+            // A panic drops `done_tx`, which the caller sees as an error.
+            let _ = done_tx.send(driver.run(rx));
+        })
+        .map_err(|e| KubeError::Runtime(format!("starting the scheduling thread: {e}")))?;
+    info!(schedulers = ?names, "watching the cluster");
+
+    tokio::pin!(done_rx);
+    let finished = tokio::select! {
+        _ = shutdown => None,
+        r = &mut done_rx => Some(r),
+    };
+    let result = match finished {
+        Some(r) => r,
+        None => {
+            info!("stopping: no new pods, finishing bindings in flight");
+            // The thread may already be gone; then there is nothing to tell.
+            let _ = tx.send(Input::Stop).await;
+            done_rx.await
+        }
+    };
+    drop(tx);
+    let summary = result.map_err(|_| KubeError::Runtime("the scheduling thread failed".into()))?;
+    let dropped = reporter.dropped();
+    drop(reporter);
+    if tokio::time::timeout(DRAIN_REPORTS, report_worker).await.is_err() {
+        warn!("gave up sending queued Events after {DRAIN_REPORTS:?}");
+    }
+    info!(
+        bound = summary.bound,
+        failed_attempts = summary.failed_attempts,
+        bind_failures = summary.bind_failures,
+        abandoned = summary.abandoned,
+        dropped_reports = dropped,
+        "stopped"
+    );
+    Ok(summary)
+}
+
+fn now_ms() -> Millis {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as Millis)
+}
+
+struct Driver {
+    sched: Scheduler,
+    runtime: Handle,
+    tx: mpsc::Sender<Input>,
+    client: kube::Client,
+    reporter: Reporter,
+    bind_slots: Arc<Semaphore>,
+    /// Watches that have not finished their first list: no decision is
+    /// taken on a partial view of the cluster.
+    unsynced: usize,
+    in_flight: usize,
+    /// Pending pods the API server has, by UID: a failed binding of a pod
+    /// no longer here is dropped, not retried.
+    pending: HashSet<String>,
+    /// The last unschedulable message written to each pod's condition,
+    /// so a retry that fails the same way patches nothing.
+    conditions: HashMap<String, String>,
+    summary: RunSummary,
+}
+
+impl Driver {
+    fn run(mut self, mut rx: mpsc::Receiver<Input>) -> RunSummary {
+        let mut stopping = false;
+        while !stopping {
+            loop {
+                match rx.try_recv() {
+                    Ok(Input::Stop) => stopping = true,
+                    Ok(input) => self.handle(input),
+                    Err(mpsc::error::TryRecvError::Empty) => break,
+                    Err(mpsc::error::TryRecvError::Disconnected) => {
+                        stopping = true;
+                        break;
+                    }
+                }
+            }
+            self.report_fact_warnings();
+            if stopping {
+                break;
+            }
+            if self.unsynced == 0 {
+                let now = now_ms();
+                if let Some(outcome) = self.sched.schedule_one(now) {
+                    self.decided(outcome);
+                    continue;
+                }
+                if self.sched.queue().lengths().active > 0 {
+                    continue;
+                }
+            }
+            let wait = self.idle_wait();
+            match self.runtime.block_on(async { tokio::time::timeout(wait, rx.recv()).await }) {
+                Ok(Some(Input::Stop)) | Ok(None) => stopping = true,
+                Ok(Some(input)) => self.handle(input),
+                Err(_) => {} // time to look at the backoff queue again
+            }
+        }
+        self.drain(rx)
+    }
+
+    /// Waits for the bindings in flight, up to a deadline.
+    fn drain(mut self, mut rx: mpsc::Receiver<Input>) -> RunSummary {
+        let deadline = std::time::Instant::now() + DRAIN_BINDINGS;
+        while self.in_flight > 0 {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let next = self.runtime.block_on(async { tokio::time::timeout(left, rx.recv()).await });
+            match next {
+                Ok(Some(input @ (Input::Bound { .. } | Input::BindLost { .. }))) => self.handle(input),
+                Ok(Some(_)) => {} // cluster changes no longer matter
+                Ok(None) | Err(_) => break,
+            }
+        }
+        self.summary.abandoned = self.in_flight;
+        self.summary
+    }
+
+    fn idle_wait(&self) -> Duration {
+        if self.unsynced > 0 {
+            return IDLE_WAKEUP;
+        }
+        match self.sched.queue().next_backoff_expiry() {
+            Some(at) => Duration::from_millis(at.saturating_sub(now_ms()).max(1)).min(IDLE_WAKEUP),
+            None => IDLE_WAKEUP,
+        }
+    }
+
+    fn handle(&mut self, input: Input) {
+        let now = now_ms();
+        match input {
+            Input::Change(c) => self.change(c, now),
+            Input::Bound { task, status, outcome } => self.bound(*task, status, outcome, now),
+            Input::BindLost { uid } => {
+                self.in_flight -= 1;
+                self.summary.bind_failures += 1;
+                // Without its task the assumption can only be dropped; the
+                // pod comes back with the next change the watch reports.
+                self.sched.on_pod_delete(&uid, now);
+            }
+            Input::Stop => {}
+        }
+    }
+
+    fn change(&mut self, change: Change, now: Millis) {
+        match change {
+            Change::Node(n) => self.sched.on_node_upsert(*n, now),
+            Change::NodeDeleted(name) => self.sched.on_node_delete(&name, now),
+            Change::Namespace(name, labels) => self.sched.on_namespace(&name, labels, now),
+            Change::Pod(p) if p.node_name.is_none() && p.terminating => {
+                // Being deleted: kube-scheduler does not schedule it.
+                self.pending_gone(&p.uid);
+            }
+            Change::Pod(p) => {
+                if p.node_name.is_none() {
+                    self.pending.insert(p.uid.clone());
+                } else {
+                    self.conditions.remove(&p.uid);
+                }
+                self.sched.on_pod_upsert(*p, now);
+            }
+            Change::PendingPodGone(uid) => self.pending_gone(&uid),
+            Change::BoundPodGone(uid) => self.sched.on_pod_delete(&uid, now),
+            Change::Synced(source) => {
+                self.unsynced = self.unsynced.saturating_sub(1);
+                debug!(?source, "synced");
+                if self.unsynced == 0 {
+                    info!(
+                        nodes = self.sched.cache().node_count(),
+                        pending = self.pending.len(),
+                        "cluster state synced; scheduling"
+                    );
+                }
+            }
+        }
+    }
+
+    fn pending_gone(&mut self, uid: &str) {
+        self.pending.remove(uid);
+        self.conditions.remove(uid);
+        self.sched.on_unassigned_pod_delete(uid);
+    }
+
+    fn decided(&mut self, outcome: CycleOutcome) {
+        match outcome {
+            CycleOutcome::Assumed(task) => self.bind(task),
+            CycleOutcome::Failed(f) => {
+                self.summary.failed_attempts += 1;
+                let pod = PodId::of(&f.pod);
+                debug!(pod = %f.pod.key(), "unschedulable: {}", f.message);
+                let condition = self.conditions.get(&pod.uid) != Some(&f.message);
+                if condition {
+                    self.conditions.insert(pod.uid.clone(), f.message.clone());
+                }
+                let reason = if f.unschedulable { "Unschedulable" } else { "SchedulerError" };
+                self.reporter.send(Report::Failed {
+                    pod,
+                    message: f.message,
+                    reason,
+                    condition,
+                    nominated_node: f.nominated_node,
+                });
+            }
+        }
+    }
+
+    /// Runs the binding in the background: PreBind and Bind plugins on a
+    /// blocking thread, the API call on the runtime.
+    fn bind(&mut self, mut task: Box<BindingTask>) {
+        self.in_flight += 1;
+        let slots = self.bind_slots.clone();
+        let tx = self.tx.clone();
+        let client = self.client.clone();
+        let runtime = self.runtime.clone();
+        let uid = task.pod.uid.clone();
+        self.runtime.spawn(async move {
+            let Ok(_slot) = slots.acquire_owned().await else { return };
+            let done = tokio::task::spawn_blocking(move || {
+                let binder = ApiBinder::new(client, runtime);
+                let status = task.bind(&binder);
+                let outcome = binder.outcome();
+                Input::Bound { task, status, outcome }
+            })
+            .await;
+            let input = done.unwrap_or_else(|e| {
+                warn!(%uid, "binding task failed: {e}");
+                Input::BindLost { uid }
+            });
+            // A closed input means the scheduler is gone; nothing to report to.
+            let _ = tx.send(input).await;
+        });
+    }
+
+    fn bound(&mut self, task: BindingTask, status: Status, outcome: Option<BindOutcome>, now: Millis) {
+        self.in_flight -= 1;
+        let pod = PodId::of(&task.pod);
+        let node = task.node.clone();
+        let uid = pod.uid.clone();
+        self.sched.finish_binding(task, &status, now);
+        if status.is_success() {
+            self.summary.bound += 1;
+            self.conditions.remove(&uid);
+            debug!(pod = %format!("{}/{}", pod.namespace, pod.name), %node, "bound");
+            self.reporter.send(Report::Scheduled { pod, node });
+            return;
+        }
+        self.summary.bind_failures += 1;
+        let message = status.message();
+        if outcome == Some(BindOutcome::PodGone) || !self.pending.contains(&uid) {
+            // Deleted, or bound meanwhile (the bound pods' watch says
+            // where): nothing to retry.
+            debug!(pod = %format!("{}/{}", pod.namespace, pod.name), "binding dropped: {message}");
+            self.sched.on_unassigned_pod_delete(&uid);
+            return;
+        }
+        warn!(pod = %format!("{}/{}", pod.namespace, pod.name), %node, "binding failed, retrying: {message}");
+        self.reporter.send(Report::Failed {
+            pod,
+            message: format!("Binding rejected: {message}"),
+            reason: "SchedulerError",
+            condition: false,
+            nominated_node: None,
+        });
+    }
+
+    fn report_fact_warnings(&mut self) {
+        for w in self.sched.take_warnings() {
+            warn!("{w}");
+            let controller = self.sched.profiles().first().map(|p| p.scheduler_name.clone()).unwrap_or_default();
+            self.reporter.send(Report::NodeWarning { node: w.node.clone(), message: w.to_string(), controller });
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! Watches: Nodes, Namespaces, pending Pods of our schedulerNames and
+//! bound Pods, each a kube-rs watcher whose objects are converted to the
+//! engine's model as they arrive (the API objects are not kept, which
+//! keeps memory to what scheduling reads) and sent to the scheduling
+//! thread as [`Change`]s, the one path into the cache.
+//!
+//! After a watch error or an API-server restart the watcher lists again;
+//! objects that were known but are missing from the new list are sent as
+//! deletions, so the cache converges on what the API server has.
+
+use std::collections::HashSet;
+
+use engine::convert;
+use engine::model::{Labels, Node, Pod};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, Node as K8sNode, Pod as K8sPod};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use tokio::sync::mpsc;
+use tracing::{debug, warn};
+
+/// A cluster change, already converted.
+#[derive(Debug)]
+pub enum Change {
+    Node(Box<Node>),
+    NodeDeleted(String),
+    Namespace(String, Labels),
+    /// A pod, pending or bound.
+    Pod(Box<Pod>),
+    /// A pending pod left the pending view (deleted, finished or bound).
+    PendingPodGone(String),
+    /// A bound pod was deleted or finished.
+    BoundPodGone(String),
+    /// A watch finished its first complete list.
+    Synced(Source),
+}
+
+/// Which watch a change came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Source {
+    Nodes,
+    Namespaces,
+    PendingPods,
+    BoundPods,
+}
+
+/// Pods in a terminal phase hold no resources, as in kube-scheduler.
+const NOT_FINISHED: &str = "status.phase!=Succeeded,status.phase!=Failed";
+
+/// Starts the watches; changes go to `tx`. Returns the sources the
+/// scheduler must see synced before its first decision.
+pub fn spawn_all<T>(client: &Client, scheduler_names: &[String], tx: mpsc::Sender<T>) -> Vec<Source>
+where
+    T: From<Change> + Send + 'static,
+{
+    spawn(Api::<K8sNode>::all(client.clone()), watcher::Config::default(), Source::Nodes, tx.clone(), |n| {
+        match convert::node_from_k8s(n) {
+            Ok(node) => Some(Change::Node(Box::new(node))),
+            Err(e) => {
+                warn!(node = %n.name_any(), "ignoring node: {e}");
+                None
+            }
+        }
+    });
+    spawn(Api::<Namespace>::all(client.clone()), watcher::Config::default(), Source::Namespaces, tx.clone(), |ns| {
+        let labels: Labels = ns.labels().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        Some(Change::Namespace(ns.name_any(), labels))
+    });
+    let bound = watcher::Config::default().fields(&format!("spec.nodeName!=,{NOT_FINISHED}"));
+    spawn(Api::<K8sPod>::all(client.clone()), bound, Source::BoundPods, tx.clone(), pod_change);
+    // Field selectors cannot say "one of these names": one watch per name.
+    let names: HashSet<&String> = scheduler_names.iter().collect();
+    for name in names {
+        let pending =
+            watcher::Config::default().fields(&format!("spec.schedulerName={name},spec.nodeName=,{NOT_FINISHED}"));
+        spawn(Api::<K8sPod>::all(client.clone()), pending, Source::PendingPods, tx.clone(), pod_change);
+    }
+    let mut sources = vec![Source::Nodes, Source::Namespaces, Source::BoundPods];
+    sources.extend(scheduler_names.iter().collect::<HashSet<_>>().iter().map(|_| Source::PendingPods));
+    sources
+}
+
+fn pod_change(p: &K8sPod) -> Option<Change> {
+    match convert::pod_from_k8s(p) {
+        Ok(pod) => Some(Change::Pod(Box::new(pod))),
+        Err(e) => {
+            warn!(pod = %format!("{}/{}", p.namespace().unwrap_or_default(), p.name_any()), "ignoring pod: {e}");
+            None
+        }
+    }
+}
+
+/// The key a deletion is sent with: UID for pods (the engine's pod key),
+/// name for nodes and namespaces.
+fn key_of<K: Resource>(source: Source, obj: &K) -> String {
+    match source {
+        Source::PendingPods | Source::BoundPods => obj.meta().uid.clone().unwrap_or_default(),
+        Source::Nodes | Source::Namespaces => obj.meta().name.clone().unwrap_or_default(),
+    }
+}
+
+fn gone(source: Source, key: String) -> Option<Change> {
+    match source {
+        Source::Nodes => Some(Change::NodeDeleted(key)),
+        Source::PendingPods => Some(Change::PendingPodGone(key)),
+        Source::BoundPods => Some(Change::BoundPodGone(key)),
+        // The engine keeps namespace labels only for selectors; a deleted
+        // namespace has no pods left to match.
+        Source::Namespaces => None,
+    }
+}
+
+fn spawn<K, T, F>(api: Api<K>, config: watcher::Config, source: Source, tx: mpsc::Sender<T>, convert: F)
+where
+    K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+    K::DynamicType: Default,
+    T: From<Change> + Send + 'static,
+    F: Fn(&K) -> Option<Change> + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut relist = Relist::default();
+        let mut stream = watcher(api, config).default_backoff().boxed();
+        while let Some(event) = stream.next().await {
+            let event = match event {
+                Ok(e) => e,
+                Err(e) => {
+                    warn!(?source, "watch failed, retrying: {e}");
+                    continue;
+                }
+            };
+            for change in relist.apply(source, event, &convert) {
+                if tx.send(change.into()).await.is_err() {
+                    return; // the scheduler stopped
+                }
+            }
+        }
+    });
+}
+
+/// Tracks the keys one watch has reported, to turn a relist into the
+/// deletions it implies.
+#[derive(Default)]
+struct Relist {
+    known: HashSet<String>,
+    listing: Option<HashSet<String>>,
+    synced: bool,
+}
+
+impl Relist {
+    fn apply<K: Resource>(
+        &mut self,
+        source: Source,
+        event: watcher::Event<K>,
+        convert: &impl Fn(&K) -> Option<Change>,
+    ) -> Vec<Change> {
+        match event {
+            watcher::Event::Init => {
+                debug!(?source, "listing");
+                self.listing = Some(HashSet::new());
+                Vec::new()
+            }
+            watcher::Event::InitApply(obj) => {
+                let key = key_of(source, &obj);
+                if let Some(listing) = &mut self.listing {
+                    listing.insert(key.clone());
+                }
+                self.known.insert(key);
+                convert(&obj).into_iter().collect()
+            }
+            watcher::Event::InitDone => {
+                let listed = self.listing.take().unwrap_or_default();
+                let mut out: Vec<Change> = self
+                    .known
+                    .iter()
+                    .filter(|k| !listed.contains(*k))
+                    .filter_map(|k| gone(source, k.clone()))
+                    .collect();
+                self.known = listed;
+                if !self.synced {
+                    self.synced = true;
+                    out.push(Change::Synced(source));
+                }
+                out
+            }
+            watcher::Event::Apply(obj) => {
+                self.known.insert(key_of(source, &obj));
+                convert(&obj).into_iter().collect()
+            }
+            watcher::Event::Delete(obj) => {
+                let key = key_of(source, &obj);
+                self.known.remove(&key);
+                gone(source, key).into_iter().collect()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn node(name: &str) -> K8sNode {
+        K8sNode { metadata: ObjectMeta { name: Some(name.into()), ..Default::default() }, ..Default::default() }
+    }
+
+    fn names(changes: &[Change]) -> Vec<String> {
+        changes
+            .iter()
+            .map(|c| match c {
+                Change::Node(n) => format!("+{}", n.name),
+                Change::NodeDeleted(n) => format!("-{n}"),
+                Change::Synced(_) => "synced".into(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_relist_deletes_what_it_no_longer_lists_and_syncs_once() {
+        let convert = |n: &K8sNode| convert::node_from_k8s(n).ok().map(|n| Change::Node(Box::new(n)));
+        let mut r = Relist::default();
+        let mut run = |events: Vec<watcher::Event<K8sNode>>| -> Vec<String> {
+            events.into_iter().flat_map(|e| names(&r.apply(Source::Nodes, e, &convert))).collect()
+        };
+        use watcher::Event::*;
+        assert_eq!(run(vec![Init, InitApply(node("a")), InitApply(node("b")), InitDone]), ["+a", "+b", "synced"]);
+        assert_eq!(run(vec![Apply(node("c")), Delete(node("a"))]), ["+c", "-a"]);
+        // The watch broke and listed again: b is gone, d is new.
+        assert_eq!(run(vec![Init, InitApply(node("c")), InitApply(node("d")), InitDone]), ["+c", "+d", "-b"]);
+        assert_eq!(run(vec![Init, InitDone]), ["-c", "-d"]);
+    }
+}

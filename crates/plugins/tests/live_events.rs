@@ -1,0 +1,78 @@
+//! How the `Scheduler` takes the event orderings a live cluster produces:
+//! pending and bound pods come from two watches, so a pod's views may
+//! arrive out of order, and a pending pod may vanish while its binding is
+//! in flight.
+
+use engine::config::Configuration;
+use engine::framework::{Binder, Status};
+use engine::model::Pod;
+use engine::profile::build_profiles;
+use engine::scheduler::{CycleOutcome, Scheduler};
+use engine::testing::{node, pod};
+
+struct Refuse;
+
+impl Binder for Refuse {
+    fn bind(&self, _pod: &Pod, _node: &str) -> Result<(), String> {
+        Err("binding rejected: not found (404)".into())
+    }
+}
+
+fn scheduler() -> Scheduler {
+    let cfg = Configuration::default();
+    let profiles = build_profiles(&cfg, &gpu_scheduler_plugins::registry(), &gpu_scheduler_plugins::default_plugins())
+        .unwrap_or_else(|e| panic!("default profiles: {e}"));
+    let mut s = Scheduler::new(&cfg, profiles, 1).unwrap_or_else(|e| panic!("{e}"));
+    s.on_node_upsert(node("n1").capacity(4000, 8 << 30).pods(10).build(), 0);
+    s
+}
+
+fn pending(name: &str) -> Pod {
+    pod(name).req(1000, 1 << 30).build()
+}
+
+fn queued(s: &Scheduler) -> usize {
+    let l = s.queue().lengths();
+    l.active + l.backoff + l.unschedulable
+}
+
+#[test]
+fn a_stale_pending_view_of_a_bound_pod_is_not_queued() {
+    let mut s = scheduler();
+    let mut bound = pending("p");
+    bound.node_name = Some("n1".into());
+    s.on_pod_upsert(bound, 1);
+    s.on_pod_upsert(pending("p"), 2);
+    assert_eq!(queued(&s), 0);
+    assert!(s.schedule_one(3).is_none());
+}
+
+#[test]
+fn a_pending_pod_gone_leaves_the_queue() {
+    let mut s = scheduler();
+    s.on_pod_upsert(pending("p"), 1);
+    assert_eq!(queued(&s), 1);
+    s.on_unassigned_pod_delete("p");
+    assert_eq!(queued(&s), 0);
+    assert!(s.schedule_one(2).is_none());
+}
+
+#[test]
+fn an_assumed_pod_stays_until_its_binding_reports() {
+    let mut s = scheduler();
+    s.on_pod_upsert(pending("p"), 1);
+    let Some(CycleOutcome::Assumed(mut task)) = s.schedule_one(2) else { panic!("p was not assumed") };
+    // The pending view drops the pod (deleted, or bound and not yet seen
+    // bound): the assumption must hold, the binding decides.
+    s.on_unassigned_pod_delete("p");
+    assert!(s.cache().is_assumed("p"));
+    let status: Status = task.bind(&Refuse);
+    assert!(!status.is_success());
+    s.finish_binding(*task, &status, 3);
+    assert!(s.cache().pod("p").is_none());
+    // A failed binding goes to backoff; the driver then drops the pod,
+    // which is gone.
+    assert_eq!(queued(&s), 1);
+    s.on_unassigned_pod_delete("p");
+    assert_eq!(queued(&s), 0);
+}
