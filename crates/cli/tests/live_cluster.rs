@@ -1,0 +1,265 @@
+//! `gpu-scheduler run` and `snapshot` against a real control plane
+//! (etcd, kube-apiserver and kube-controller-manager v1.36.3 built by
+//! tools/k8s; DESIGN.md §6), with kubectl from the same build as the
+//! client. The scenarios of one cluster run side by side: each has its
+//! own namespace, schedulerName and node pool (the profile's
+//! nodeSelector), so they cannot see each other's pods.
+
+mod support;
+
+use std::collections::HashMap;
+
+use support::cluster::{Cluster, config_yaml, node_yaml, pod_yaml, s, wait_for};
+
+/// Creates `namespace` and the nodes (labelled `pool=POOL`), and waits
+/// for the namespace's default ServiceAccount, without which the API
+/// server refuses pods.
+fn setup(c: &Cluster, namespace: &str, nodes: &str) {
+    c.kubectl(&["create", "namespace", namespace]);
+    c.kubectl_in(&["create", "-f", "-"], nodes);
+    wait_for(60, "the default ServiceAccount", || {
+        let list = c.get_json(&["serviceaccounts", "-n", namespace]);
+        support::cluster::items(&list).iter().any(|sa| sa["metadata"]["name"] == "default").then_some(())
+    });
+}
+
+fn all_bound(c: &Cluster, namespace: &str, expected: usize) -> Option<HashMap<String, String>> {
+    let p = c.placements(namespace);
+    (p.len() == expected && p.iter().all(|(_, n)| !n.is_empty())).then(|| p.into_iter().collect())
+}
+
+type Scenario = fn(&Cluster);
+
+#[test]
+fn scheduling_a_live_cluster() {
+    let c = Cluster::up("main");
+    let scenarios: [(&str, Scenario); 4] = [
+        ("policy placement", policy_placement),
+        ("snapshot and simulate agree with the live run", snapshot_agrees_with_live_run),
+        ("a 1,000-pod burst", burst_of_a_thousand),
+        ("killed and restarted", killed_and_restarted),
+    ];
+    let failed: Vec<&str> = std::thread::scope(|scope| {
+        let handles: Vec<_> = scenarios.iter().map(|(name, f)| (*name, scope.spawn(|| f(&c)))).collect();
+        handles.into_iter().filter_map(|(name, h)| h.join().is_err().then_some(name)).collect()
+    });
+    assert!(failed.is_empty(), "failed scenarios: {failed:?} (their panics are printed above)");
+}
+
+/// The default policy on a live cluster: GPU work on its model, web pods
+/// off GPU nodes and off nodes in maintenance or too hot; an impossible
+/// pod reported; default-scheduler's pods left alone.
+fn policy_placement(c: &Cluster) {
+    let pool = [("pool", "policy")];
+    let with = |extra: &[(&'static str, &'static str)]| -> Vec<(&str, &str)> {
+        pool.iter().chain(extra.iter()).copied().collect()
+    };
+    let nodes = [
+        node_yaml(
+            "policy-a100",
+            &with(&[("gpu-model", "a100"), ("topology.kubernetes.io/zone", "z1")]),
+            32,
+            256,
+            8,
+            &[],
+        ),
+        node_yaml("policy-t4", &with(&[("gpu-model", "t4"), ("topology.kubernetes.io/zone", "z2")]), 16, 64, 4, &[]),
+        node_yaml("policy-cpu", &with(&[("topology.kubernetes.io/zone", "z1"), ("disk-type", "ssd")]), 8, 32, 0, &[]),
+        node_yaml(
+            "policy-maint",
+            &with(&[("topology.kubernetes.io/zone", "z2"), ("maintenance-mode", "true")]),
+            64,
+            256,
+            0,
+            &[],
+        ),
+        node_yaml(
+            "policy-hot",
+            &with(&[("topology.kubernetes.io/zone", "z3")]),
+            64,
+            256,
+            0,
+            &[("gpu-scheduler.io/temperature-celsius", "95")],
+        ),
+    ]
+    .concat();
+    setup(c, "policy", &nodes);
+    let config = c.file("policy-config.yaml", &config_yaml("gs-policy", "policy", 50, 100));
+    let mut sched = c.start_scheduler(&config, &c.dir.join("policy-scheduler.log"));
+    let pods = [
+        pod_yaml("train", "gs-policy", &[("gpu-scheduler.io/workload", "training")], "cpu: 1", 2),
+        pod_yaml("infer", "gs-policy", &[("gpu-scheduler.io/workload", "inference")], "cpu: 1", 1),
+        pod_yaml("web", "gs-policy", &[("app", "web")], "cpu: 500m, memory: 1Gi", 0),
+        pod_yaml("impossible", "gs-policy", &[], "cpu: 1", 16),
+        pod_yaml("other", "default-scheduler", &[], "cpu: 1", 0),
+    ]
+    .concat();
+    c.kubectl_in(&["create", "-n", "policy", "-f", "-"], &pods);
+
+    let placed = wait_for(60, "train, infer and web bound", || {
+        let p: HashMap<String, String> = c.placements("policy").into_iter().collect();
+        ["train", "infer", "web"].iter().all(|n| p.get(*n).is_some_and(|v| !v.is_empty())).then_some(p)
+    });
+    assert_eq!(placed["train"], "policy-a100");
+    assert_eq!(placed["infer"], "policy-t4");
+    assert_eq!(placed["web"], "policy-cpu");
+
+    // The impossible pod: an Event and the condition, as kubectl shows them.
+    let describe = wait_for(60, "FailedScheduling on the impossible pod", || {
+        let d = c.kubectl(&["describe", "pod", "impossible", "-n", "policy"]);
+        d.contains("FailedScheduling").then_some(d)
+    });
+    assert!(describe.contains("Insufficient nvidia.com/gpu"), "{describe}");
+    let pod = c.get_json(&["pod", "impossible", "-n", "policy"]);
+    let cond = pod["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "PodScheduled").cloned())
+        .unwrap_or_else(|| panic!("no PodScheduled condition: {pod}"));
+    assert_eq!((s(&cond["status"]).as_str(), s(&cond["reason"]).as_str()), ("False", "Unschedulable"));
+    assert!(s(&cond["message"]).contains("Insufficient nvidia.com/gpu"), "{cond}");
+    assert_eq!(s(&pod["spec"]["nodeName"]), "");
+
+    // default-scheduler's pod: not ours, untouched.
+    let other = c.get_json(&["pod", "other", "-n", "policy"]);
+    assert_eq!(s(&other["spec"]["nodeName"]), "", "{other}");
+    assert!(other["status"]["conditions"].is_null(), "{other}");
+    assert!(!c.scheduled_events("policy").contains_key("other"));
+
+    let status = sched.terminate();
+    assert!(status.success(), "exit status {status:?} after SIGTERM:\n{}", sched.log_text());
+}
+
+/// What-if on a real cluster: the snapshot's simulation places a pending
+/// pod where the live scheduler then puts it.
+fn snapshot_agrees_with_live_run(c: &Cluster) {
+    let pool = [("pool", "whatif")];
+    // Different sizes give different headroom scores: no ties to break.
+    let nodes = [
+        node_yaml("whatif-small", &pool, 4, 16, 0, &[]),
+        node_yaml("whatif-medium", &pool, 16, 64, 0, &[]),
+        node_yaml("whatif-large", &pool, 12, 96, 0, &[]),
+    ]
+    .concat();
+    setup(c, "whatif", &nodes);
+    let pods = pod_yaml("p", "gs-whatif", &[("app", "api")], "cpu: 2, memory: 4Gi", 0);
+    c.kubectl_in(&["create", "-n", "whatif", "-f", "-"], &pods);
+    let config = c.file("whatif-config.yaml", &config_yaml("gs-whatif", "whatif", 50, 100));
+
+    let snapshot = c.dir.join("whatif-snapshot.yaml");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpu-scheduler"))
+        .args(["snapshot", "--kubeconfig"])
+        .arg(&c.kubeconfig)
+        .arg("--output")
+        .arg(&snapshot)
+        .output()
+        .unwrap_or_else(|e| panic!("running snapshot: {e}"));
+    assert!(out.status.success(), "snapshot failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpu-scheduler"))
+        .args(["simulate", "--output", "json", "--config"])
+        .arg(&config)
+        .arg(&snapshot)
+        .output()
+        .unwrap_or_else(|e| panic!("running simulate: {e}"));
+    assert!(out.status.success(), "simulate of the snapshot failed: {}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let simulated = report["placements"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["pod"] == "whatif/p"))
+        .map(|p| s(&p["node"]))
+        .unwrap_or_else(|| panic!("whatif/p not in the simulation: {report}"));
+    assert!(simulated.starts_with("whatif-"), "simulated on {simulated:?}");
+
+    let mut sched = c.start_scheduler(&config, &c.dir.join("whatif-scheduler.log"));
+    let live = wait_for(60, "whatif/p bound", || all_bound(c, "whatif", 1));
+    assert_eq!(live["p"], simulated, "live run and simulation of the snapshot disagree");
+    assert!(sched.terminate().success());
+}
+
+/// 1,000 pods created at once are all bound, each exactly once.
+fn burst_of_a_thousand(c: &Cluster) {
+    let pool = [("pool", "burst")];
+    let nodes: String = (0..10).map(|i| node_yaml(&format!("burst-{i}"), &pool, 32, 128, 0, &[])).collect();
+    setup(c, "burst", &nodes);
+    let config = c.file("burst-config.yaml", &config_yaml("gs-burst", "burst", 500, 1000));
+    let mut sched = c.start_scheduler(&config, &c.dir.join("burst-scheduler.log"));
+    let pods: String =
+        (0..1000).map(|i| pod_yaml(&format!("p{i:04}"), "gs-burst", &[("app", "burst")], "cpu: 100m", 0)).collect();
+    c.kubectl_in(&["create", "-n", "burst", "-f", "-"], &pods);
+    let placed = wait_for(300, "1,000 pods bound", || all_bound(c, "burst", 1000));
+    // 110 pods fit a node: the burst spreads over at least ten nodes' worth.
+    let mut per_node: HashMap<&str, usize> = HashMap::new();
+    for n in placed.values() {
+        *per_node.entry(n).or_default() += 1;
+    }
+    assert!(per_node.values().all(|&n| n <= 110), "{per_node:?}");
+    let events = wait_for(60, "a Scheduled Event for every pod", || {
+        let e = c.scheduled_events("burst");
+        (e.len() == 1000).then_some(e)
+    });
+    let twice: Vec<_> = events.iter().filter(|(_, n)| **n != 1).collect();
+    assert!(twice.is_empty(), "pods reported scheduled more than once: {twice:?}");
+    assert!(sched.terminate().success());
+    let log = sched.log_text();
+    assert!(!log.contains("binding failed"), "{log}");
+}
+
+/// A scheduler killed mid-burst and started again binds the rest; no pod
+/// is lost or bound twice.
+fn killed_and_restarted(c: &Cluster) {
+    let pool = [("pool", "restart")];
+    let nodes: String = (0..5).map(|i| node_yaml(&format!("restart-{i}"), &pool, 32, 128, 0, &[])).collect();
+    setup(c, "restart", &nodes);
+    // A low rate limit keeps the burst going long enough to interrupt.
+    let config = c.file("restart-config.yaml", &config_yaml("gs-restart", "restart", 20, 20));
+    let pods: String =
+        (0..300).map(|i| pod_yaml(&format!("p{i:03}"), "gs-restart", &[("app", "restart")], "cpu: 100m", 0)).collect();
+    c.kubectl_in(&["create", "-n", "restart", "-f", "-"], &pods);
+    let mut first = c.start_scheduler(&config, &c.dir.join("restart-scheduler-1.log"));
+    wait_for(120, "some pods bound by the first scheduler", || {
+        let n = c.placements("restart").iter().filter(|(_, n)| !n.is_empty()).count();
+        (n >= 20).then_some(())
+    });
+    first.kill();
+    let bound_before = c.placements("restart").iter().filter(|(_, n)| !n.is_empty()).count();
+    assert!(bound_before < 300, "the burst finished before the kill; nothing to resume");
+
+    let mut second = c.start_scheduler(&config, &c.dir.join("restart-scheduler-2.log"));
+    wait_for(300, "all 300 pods bound after the restart", || all_bound(c, "restart", 300));
+    assert!(second.terminate().success());
+    let events = c.scheduled_events("restart");
+    let twice: Vec<_> = events.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "pods reported scheduled more than once: {twice:?}");
+    let log = second.log_text();
+    assert!(!log.contains("binding failed"), "the restarted scheduler re-bound a pod:\n{log}");
+}
+
+/// kube-apiserver restarted in the middle of a burst: the watches relist,
+/// every pod is bound afterwards, none twice.
+#[test]
+fn surviving_an_api_server_restart() {
+    let c = Cluster::up("apiserver-restart");
+    let pool = [("pool", "p")];
+    let nodes: String = (0..5).map(|i| node_yaml(&format!("n{i}"), &pool, 32, 128, 0, &[])).collect();
+    setup(&c, "burst", &nodes);
+    let config = c.file("config.yaml", &config_yaml("gs", "p", 20, 20));
+    let pods: String = (0..300).map(|i| pod_yaml(&format!("p{i:03}"), "gs", &[("app", "a")], "cpu: 100m", 0)).collect();
+    c.kubectl_in(&["create", "-n", "burst", "-f", "-"], &pods);
+    let mut sched = c.start_scheduler(&config, &c.dir.join("scheduler.log"));
+    wait_for(120, "some pods bound", || {
+        let n = c.placements("burst").iter().filter(|(_, n)| !n.is_empty()).count();
+        (n >= 20).then_some(())
+    });
+    c.restart_apiserver();
+    let bound_at_restart = c.placements("burst").iter().filter(|(_, n)| !n.is_empty()).count();
+    assert!(bound_at_restart < 300, "the burst finished before the restart");
+    // More pods after the restart: the watches must have come back.
+    let more: String =
+        (300..350).map(|i| pod_yaml(&format!("p{i:03}"), "gs", &[("app", "a")], "cpu: 100m", 0)).collect();
+    c.kubectl_in(&["create", "-n", "burst", "-f", "-"], &more);
+    wait_for(300, "all 350 pods bound after the restart", || all_bound(&c, "burst", 350));
+    let status = sched.terminate();
+    assert!(status.success(), "{status:?}:\n{}", sched.log_text());
+    let events = c.scheduled_events("burst");
+    let twice: Vec<_> = events.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "pods reported scheduled more than once: {twice:?}");
+}

@@ -1,0 +1,280 @@
+//! A real control plane for a test: `tools/k8s/cluster` in a directory of
+//! the test's own, stopped when the guard drops; kubectl from the same
+//! build as the client; `gpu-scheduler run` as a child process.
+
+#![allow(dead_code)] // each test binary uses part of it
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn cluster_script() -> PathBuf {
+    repo().join("tools/k8s/cluster")
+}
+
+/// A running etcd + kube-apiserver + kube-controller-manager.
+pub struct Cluster {
+    pub dir: PathBuf,
+    pub kubeconfig: PathBuf,
+    path: String,
+}
+
+impl Cluster {
+    /// Starts a cluster whose state lives in `target/live-tests/NAME`.
+    /// Builds the control plane first if it is not cached (minutes).
+    pub fn up(name: &str) -> Cluster {
+        let dir = repo().join("target/live-tests").join(name);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+        let run = |cmd: &str| {
+            let out = Command::new(cluster_script())
+                .arg(cmd)
+                .env("GPU_SCHEDULER_CLUSTER_DIR", &dir)
+                .output()
+                .unwrap_or_else(|e| panic!("running tools/k8s/cluster {cmd}: {e}"));
+            assert!(
+                out.status.success(),
+                "tools/k8s/cluster {cmd} failed:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        run("up");
+        let env = run("env");
+        let mut kubeconfig = None;
+        let mut bin = None;
+        for line in env.lines() {
+            if let Some(v) = line.strip_prefix("export KUBECONFIG=") {
+                kubeconfig = Some(PathBuf::from(v));
+            } else if let Some(v) = line.strip_prefix("export PATH=") {
+                bin = v.strip_suffix(":$PATH").map(str::to_string);
+            }
+        }
+        let (Some(kubeconfig), Some(bin)) = (kubeconfig, bin) else { panic!("unexpected cluster env output:\n{env}") };
+        let path = format!("{bin}:{}", std::env::var("PATH").unwrap_or_default());
+        Cluster { dir, kubeconfig, path }
+    }
+
+    pub fn restart_apiserver(&self) {
+        let out = Command::new(cluster_script())
+            .arg("restart-apiserver")
+            .env("GPU_SCHEDULER_CLUSTER_DIR", &self.dir)
+            .output()
+            .unwrap_or_else(|e| panic!("restarting the apiserver: {e}"));
+        assert!(out.status.success(), "restart-apiserver: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    fn kubectl_cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("kubectl");
+        c.args(args).env("KUBECONFIG", &self.kubeconfig).env("PATH", &self.path);
+        c
+    }
+
+    /// Runs kubectl; panics with its output when it fails.
+    pub fn kubectl(&self, args: &[&str]) -> String {
+        let out = self.kubectl_cmd(args).output().unwrap_or_else(|e| panic!("running kubectl: {e}"));
+        check("kubectl", args, &out);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs kubectl with `input` on stdin (`kubectl create -f -`).
+    pub fn kubectl_in(&self, args: &[&str], input: &str) -> String {
+        let mut child = self
+            .kubectl_cmd(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("running kubectl: {e}"));
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(input.as_bytes()).unwrap_or_else(|e| panic!("writing to kubectl: {e}"));
+        }
+        let out = child.wait_with_output().unwrap_or_else(|e| panic!("waiting for kubectl: {e}"));
+        check("kubectl", args, &out);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `kubectl get ... -o json`, parsed.
+    pub fn get_json(&self, args: &[&str]) -> Value {
+        let mut a = vec!["get"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["-o", "json"]);
+        let text = self.kubectl(&a);
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("kubectl {a:?} printed no JSON ({e}):\n{text}"))
+    }
+
+    /// The pods of a namespace: name → node name ("" when pending).
+    pub fn placements(&self, namespace: &str) -> Vec<(String, String)> {
+        let list = self.get_json(&["pods", "-n", namespace]);
+        items(&list).iter().map(|p| (s(&p["metadata"]["name"]), s(&p["spec"]["nodeName"]))).collect()
+    }
+
+    /// `Scheduled` Events (events.k8s.io/v1) of a namespace: pod name →
+    /// how many times it was reported scheduled (an Event series counts
+    /// its repetitions).
+    pub fn scheduled_events(&self, namespace: &str) -> std::collections::HashMap<String, u64> {
+        let list = self.get_json(&["events.v1.events.k8s.io", "-n", namespace]);
+        let mut counts = std::collections::HashMap::new();
+        for e in items(&list) {
+            if e["reason"] == "Scheduled" {
+                let n = e["series"]["count"].as_u64().unwrap_or(1);
+                *counts.entry(s(&e["regarding"]["name"])).or_insert(0) += n;
+            }
+        }
+        counts
+    }
+
+    /// Starts `gpu-scheduler run` with `config`, logging to `log`.
+    pub fn start_scheduler(&self, config: &Path, log: &Path) -> Scheduler {
+        let file = std::fs::File::create(log).unwrap_or_else(|e| panic!("creating {}: {e}", log.display()));
+        let child = Command::new(env!("CARGO_BIN_EXE_gpu-scheduler"))
+            .arg("run")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--config")
+            .arg(config)
+            .env("RUST_LOG", "info,gpu_scheduler_kube=debug")
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting gpu-scheduler run: {e}"));
+        Scheduler { child: Some(child), log: log.to_path_buf() }
+    }
+
+    /// Writes a file in the cluster's directory and returns its path.
+    pub fn file(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.dir.join(name);
+        std::fs::write(&p, text).unwrap_or_else(|e| panic!("writing {}: {e}", p.display()));
+        p
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new(cluster_script())
+            .arg("down")
+            .env("GPU_SCHEDULER_CLUSTER_DIR", &self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// A `gpu-scheduler run` process, killed if the test ends without
+/// stopping it.
+pub struct Scheduler {
+    child: Option<Child>,
+    pub log: PathBuf,
+}
+
+impl Scheduler {
+    /// SIGTERM, then waits for the exit.
+    pub fn terminate(&mut self) -> ExitStatus {
+        let child = self.child.as_mut().unwrap_or_else(|| panic!("scheduler already stopped"));
+        let pid = child.id().to_string();
+        let ok = Command::new("kill").args(["-TERM", &pid]).status().is_ok_and(|s| s.success());
+        assert!(ok, "kill -TERM {pid} failed");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = child.try_wait().unwrap_or_else(|e| panic!("waiting for the scheduler: {e}")) {
+                self.child = None;
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the scheduler did not exit within 60 s of SIGTERM");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// SIGKILL: a crash, nothing finished.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Polls `f` every half second until it returns Some, or panics after
+/// `secs` saying what was awaited (a liveness guard, not a speed check).
+pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for {what}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+pub fn items(list: &Value) -> &[Value] {
+    list["items"].as_array().map_or(&[], Vec::as_slice)
+}
+
+pub fn s(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
+fn check(cmd: &str, args: &[&str], out: &Output) {
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A node manifest: name, labels, allocatable (cpu cores, memory GiB,
+/// GPUs), annotations.
+pub fn node_yaml(
+    name: &str,
+    labels: &[(&str, &str)],
+    cpu: u32,
+    mem_gi: u32,
+    gpus: u32,
+    annotations: &[(&str, &str)],
+) -> String {
+    let map = |kv: &[(&str, &str)]| kv.iter().map(|(k, v)| format!("{k:?}: {v:?}")).collect::<Vec<_>>().join(", ");
+    let gpu = if gpus > 0 { format!(", nvidia.com/gpu: \"{gpus}\"") } else { String::new() };
+    let res = format!("{{cpu: \"{cpu}\", memory: {mem_gi}Gi, pods: \"110\"{gpu}}}");
+    format!(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels: {{{}}}\n  annotations: {{{}}}\nstatus:\n  capacity: {res}\n  allocatable: {res}\n---\n",
+        map(labels),
+        map(annotations)
+    )
+}
+
+/// A pod manifest for `scheduler`, with labels and the container's
+/// requests (as YAML flow map entries, e.g. `cpu: 500m`), GPUs as limits.
+pub fn pod_yaml(name: &str, scheduler: &str, labels: &[(&str, &str)], requests: &str, gpus: u32) -> String {
+    let map = labels.iter().map(|(k, v)| format!("{k:?}: {v:?}")).collect::<Vec<_>>().join(", ");
+    let limits = if gpus > 0 { format!(", limits: {{nvidia.com/gpu: \"{gpus}\"}}") } else { String::new() };
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  labels: {{{map}}}\nspec:\n  schedulerName: {scheduler}\n  containers:\n  - name: c\n    image: registry.k8s.io/pause:3.10\n    resources: {{requests: {{{requests}}}{limits}}}\n---\n"
+    )
+}
+
+/// A configuration with one profile: `scheduler` on the nodes labelled
+/// `pool=POOL`, client limits `qps`/`burst`, no leader election.
+pub fn config_yaml(scheduler: &str, pool: &str, qps: u32, burst: u32) -> String {
+    format!(
+        "apiVersion: gpu-scheduler.io/v1alpha1\nkind: GpuSchedulerConfiguration\nleaderElection: {{leaderElect: false}}\nclientConnection: {{qps: {qps}, burst: {burst}}}\nprofiles:\n- schedulerName: {scheduler}\n  nodeSelector: {{matchLabels: {{pool: {pool}}}}}\n"
+    )
+}
