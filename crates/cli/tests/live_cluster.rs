@@ -11,16 +11,10 @@ use std::collections::HashMap;
 
 use support::cluster::{Cluster, config_yaml, node_yaml, pod_yaml, s, wait_for};
 
-/// Creates `namespace` and the nodes (labelled `pool=POOL`), and waits
-/// for the namespace's default ServiceAccount, without which the API
-/// server refuses pods.
+/// Creates `namespace` and the nodes (labelled `pool=POOL`).
 fn setup(c: &Cluster, namespace: &str, nodes: &str) {
     c.kubectl(&["create", "namespace", namespace]);
     c.kubectl_in(&["create", "-f", "-"], nodes);
-    wait_for(60, "the default ServiceAccount", || {
-        let list = c.get_json(&["serviceaccounts", "-n", namespace]);
-        support::cluster::items(&list).iter().any(|sa| sa["metadata"]["name"] == "default").then_some(())
-    });
 }
 
 fn all_bound(c: &Cluster, namespace: &str, expected: usize) -> Option<HashMap<String, String>> {
