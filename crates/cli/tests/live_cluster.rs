@@ -85,6 +85,7 @@ fn policy_placement(c: &Cluster) {
         pod_yaml("infer", "gs-policy", &[("gpu-scheduler.io/workload", "inference")], "cpu: 1", 1),
         pod_yaml("web", "gs-policy", &[("app", "web")], "cpu: 500m, memory: 1Gi", 0),
         pod_yaml("impossible", "gs-policy", &[], "cpu: 1", 16),
+        pod_yaml("doomed", "gs-policy", &[], "cpu: 1", 16),
         pod_yaml("other", "default-scheduler", &[], "cpu: 1", 0),
     ]
     .concat();
@@ -113,14 +114,27 @@ fn policy_placement(c: &Cluster) {
     assert!(s(&cond["message"]).contains("Insufficient nvidia.com/gpu"), "{cond}");
     assert_eq!(s(&pod["spec"]["nodeName"]), "");
 
+    // A pending pod deleted leaves the queue: at the end only `impossible`
+    // waits.
+    wait_for(60, "FailedScheduling on the doomed pod", || {
+        c.kubectl(&["describe", "pod", "doomed", "-n", "policy"]).contains("FailedScheduling").then_some(())
+    });
+    let uid = s(&c.get_json(&["pod", "doomed", "-n", "policy"])["metadata"]["uid"]);
+    c.kubectl(&["delete", "pod", "doomed", "-n", "policy", "--wait=false"]);
+
     // default-scheduler's pod: not ours, untouched.
     let other = c.get_json(&["pod", "other", "-n", "policy"]);
     assert_eq!(s(&other["spec"]["nodeName"]), "", "{other}");
     assert!(other["status"]["conditions"].is_null(), "{other}");
     assert!(!c.scheduled_events("policy").contains_key("other"));
 
+    wait_for(60, "the scheduler seeing doomed deleted", || {
+        sched.log_text().contains(&format!("pending pod gone uid={uid}")).then_some(())
+    });
     let status = sched.terminate();
-    assert!(status.success(), "exit status {status:?} after SIGTERM:\n{}", sched.log_text());
+    let log = sched.log_text();
+    assert!(status.success(), "exit status {status:?} after SIGTERM:\n{log}");
+    assert!(log.contains("waiting=1 "), "only the impossible pod should wait at the end:\n{log}");
 }
 
 /// What-if on a real cluster: the snapshot's simulation places a pending

@@ -58,6 +58,8 @@ pub struct RunSummary {
     pub bind_failures: u64,
     /// Bindings still in flight when the drain deadline passed.
     pub abandoned: usize,
+    /// Pods still waiting (queued or gated) when the scheduler stopped.
+    pub waiting: usize,
 }
 
 enum Input {
@@ -141,6 +143,7 @@ pub async fn run(
         failed_attempts = summary.failed_attempts,
         bind_failures = summary.bind_failures,
         abandoned = summary.abandoned,
+        waiting = summary.waiting,
         dropped_reports = dropped,
         "stopped"
     );
@@ -223,6 +226,8 @@ impl Driver {
             }
         }
         self.summary.abandoned = self.in_flight;
+        let l = self.sched.queue().lengths();
+        self.summary.waiting = l.active + l.backoff + l.unschedulable + self.sched.gated_pods().count();
         self.summary
     }
 
@@ -286,6 +291,7 @@ impl Driver {
     }
 
     fn pending_gone(&mut self, uid: &str) {
+        debug!(%uid, "pending pod gone");
         self.pending.remove(uid);
         self.conditions.remove(uid);
         self.sched.on_unassigned_pod_delete(uid);
