@@ -169,12 +169,10 @@ impl Relist {
             }
             watcher::Event::InitDone => {
                 let listed = self.listing.take().unwrap_or_default();
-                let mut out: Vec<Change> = self
-                    .known
-                    .iter()
-                    .filter(|k| !listed.contains(*k))
-                    .filter_map(|k| gone(source, k.clone()))
-                    .collect();
+                // Sorted, so that the same lists always give the same changes.
+                let mut missing: Vec<&String> = self.known.iter().filter(|k| !listed.contains(*k)).collect();
+                missing.sort();
+                let mut out: Vec<Change> = missing.into_iter().filter_map(|k| gone(source, k.clone())).collect();
                 self.known = listed;
                 if !self.synced {
                     self.synced = true;
