@@ -12,6 +12,8 @@ use engine::profile::build_profiles;
 use indicatif::{ProgressBar, ProgressStyle};
 use sim::{Manifests, SimOptions, report};
 
+mod http;
+
 /// A Kubernetes scheduler for clusters that mix GPU work with ordinary services.
 #[derive(Parser)]
 #[command(name = "gpu-scheduler", version, about)]
@@ -57,6 +59,9 @@ struct RunArgs {
     /// Bindings in flight at most.
     #[arg(long, default_value_t = 64)]
     bind_concurrency: usize,
+    /// Where /healthz, /readyz and /metrics are served (plain HTTP).
+    #[arg(long, default_value = "0.0.0.0:10251")]
+    http_address: std::net::SocketAddr,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -234,18 +239,24 @@ fn run(args: RunArgs) -> Result<(), Exit> {
         Some(p) => load_config(p)?,
         None => Configuration::default(),
     };
-    if cfg.leader_election.leader_elect {
-        tracing::warn!(
-            "leaderElection.leaderElect is set but leader election is not available yet: \
-             run a single replica"
-        );
-    }
     let profiles = build_profiles(&cfg, &plugins::registry(), &plugins::default_plugins()).map_err(bad_config)?;
     let scheduler = engine::scheduler::Scheduler::new(&cfg, profiles, args.seed).map_err(bad_config)?;
     let instance = std::env::var("HOSTNAME").unwrap_or_else(|_| "gpu-scheduler".into());
-    let options = live::RunOptions { bind_concurrency: args.bind_concurrency, instance };
+    let le = &cfg.leader_election;
+    let leader_election = le.leader_elect.then(|| live::leader::Campaign::from_config(le, live::leader::identity()));
+    let metrics = std::sync::Arc::new(live::metrics::Metrics::new());
+    let options = live::RunOptions {
+        bind_concurrency: args.bind_concurrency,
+        instance,
+        leader_election,
+        metrics: metrics.clone(),
+    };
     let rt = runtime()?;
     rt.block_on(async {
+        let addr = http::serve(args.http_address, metrics)
+            .await
+            .with_context(|| format!("serving HTTP on {}", args.http_address))?;
+        tracing::info!(%addr, "serving /healthz, /readyz and /metrics");
         let clients =
             live::Clients::connect(args.kubeconfig.as_deref(), &cfg.client_connection).await.map_err(bad_config)?;
         live::run(clients, scheduler, options, shutdown_signal()).await?;

@@ -164,6 +164,12 @@ impl Cache {
         self.pods.len()
     }
 
+    /// Every node the cache holds, in no particular order (placeholders for
+    /// pods whose node is not yet known included; their allocatable is 0).
+    pub fn node_infos(&self) -> impl Iterator<Item = &Arc<NodeInfo>> {
+        self.nodes.values()
+    }
+
     pub fn node(&self, name: &str) -> Option<&Arc<NodeInfo>> {
         self.nodes.get(name).filter(|n| n.has_node)
     }

@@ -19,8 +19,11 @@ pub enum BindOutcome {
     Bound,
     /// 404: the pod is gone; drop it.
     PodGone,
-    /// 409 and other refusals or transport errors: forget the assumption
-    /// and let the queue retry (the watch reports it if it was bound).
+    /// 409: already bound, or a new pod under the same name; forget the
+    /// assumption (the watch reports where it is bound).
+    Conflict,
+    /// Other refusals and transport errors: forget the assumption and let
+    /// the queue retry.
     Failed,
 }
 
@@ -82,7 +85,11 @@ impl Binder for ApiBinder {
                 Ok(())
             }
             Err(kube::Error::Api(status)) => {
-                self.set(if status.code == 404 { BindOutcome::PodGone } else { BindOutcome::Failed });
+                self.set(match status.code {
+                    404 => BindOutcome::PodGone,
+                    409 => BindOutcome::Conflict,
+                    _ => BindOutcome::Failed,
+                });
                 Err(format!("binding rejected: {} ({})", status.message, status.code))
             }
             Err(e) => {

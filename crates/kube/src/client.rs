@@ -20,8 +20,8 @@ use tower::{Layer, Service};
 use crate::KubeError;
 
 /// The clients a live run uses. Each has its own rate limiter, as
-/// kube-scheduler gives Events their own client, so a burst of Events
-/// never delays a binding.
+/// kube-scheduler gives Events and leader election their own clients, so
+/// a burst of Events never delays a binding, nor bindings a renewal.
 #[derive(Clone)]
 pub struct Clients {
     /// Watches, bindings and status patches. The client's automatic
@@ -30,6 +30,8 @@ pub struct Clients {
     pub main: Client,
     /// events.k8s.io Events.
     pub events: Client,
+    /// The leader-election Lease: renewals never queue behind bindings.
+    pub lease: Client,
 }
 
 impl Clients {
@@ -49,7 +51,11 @@ impl Clients {
         };
         let mut no_retry = config.clone();
         no_retry.default_retry = false;
-        Ok(Clients { main: build(no_retry, limits)?, events: build(config, limits)? })
+        Ok(Clients {
+            main: build(no_retry.clone(), limits)?,
+            events: build(config, limits)?,
+            lease: build(no_retry, limits)?,
+        })
     }
 }
 

@@ -1,11 +1,13 @@
 //! gpu-scheduler's link to a live cluster: API clients with client-side
 //! rate limits ([`client`]), watches feeding the engine ([`watch`]), the
 //! `pods/binding` binder ([`binder`]), Events and pod conditions
-//! ([`report`]), the `run` driver ([`run`]) and `snapshot`
+//! ([`report`]), leader election ([`leader`]), the `run` driver ([`run`]) and `snapshot`
 //! ([`snapshot`]). The engine itself knows none of this.
 
 pub mod binder;
 pub mod client;
+pub mod leader;
+pub mod metrics;
 pub mod report;
 pub mod run;
 pub mod snapshot;

@@ -10,7 +10,7 @@
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use engine::framework::Status;
 use engine::queue::Millis;
@@ -22,6 +22,8 @@ use tracing::{debug, info, warn};
 use crate::KubeError;
 use crate::binder::{ApiBinder, BindOutcome};
 use crate::client::Clients;
+use crate::leader::{Campaign, Elector};
+use crate::metrics::{GpuUsage, Metrics};
 use crate::report::{PodId, Report, Reporter};
 use crate::watch::{self, Change};
 
@@ -42,11 +44,21 @@ pub struct RunOptions {
     pub bind_concurrency: usize,
     /// This replica's name in Events (`reportingInstance`).
     pub instance: String,
+    /// Campaign for this Lease and schedule only while leading; None:
+    /// schedule from the start (one replica, or tests).
+    pub leader_election: Option<Campaign>,
+    /// Where the run's metrics and health go (the HTTP server reads them).
+    pub metrics: Arc<Metrics>,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { bind_concurrency: 64, instance: "gpu-scheduler".into() }
+        RunOptions {
+            bind_concurrency: 64,
+            instance: "gpu-scheduler".into(),
+            leader_election: None,
+            metrics: Arc::default(),
+        }
     }
 }
 
@@ -68,11 +80,15 @@ enum Input {
         task: Box<BindingTask>,
         status: Status,
         outcome: Option<BindOutcome>,
+        /// When the scheduling attempt started.
+        started: Instant,
     },
     /// A binding task died (a panic): its pod is forgotten.
     BindLost {
         uid: String,
     },
+    /// This replica became leader (true) or stopped leading (false).
+    Leading(bool),
     Stop,
 }
 
@@ -94,7 +110,29 @@ pub async fn run(
     let (tx, rx) = mpsc::channel::<Input>(INPUT_QUEUE);
     let sources = watch::spawn_all(&clients.main, &names, tx.clone());
     let (reporter, report_worker) = Reporter::start(clients.events.clone(), clients.main.clone(), &options.instance);
+
+    // Followers watch and keep their cache warm; only the leader decides.
+    let (stop_election, election_stopped) = tokio::sync::watch::channel(false);
+    let leading_from_start = options.leader_election.is_none();
+    let election = options.leader_election.map(|campaign| {
+        let (leading_tx, mut leading_rx) = tokio::sync::watch::channel(false);
+        let elector = Elector::new(clients.lease.clone(), campaign);
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            while leading_rx.changed().await.is_ok() {
+                let leading = *leading_rx.borrow_and_update();
+                if tx.send(Input::Leading(leading)).await.is_err() {
+                    break;
+                }
+            }
+        });
+        tokio::spawn(elector.run(leading_tx, election_stopped))
+    });
+    options.metrics.set_leader(leading_from_start);
     let driver = Driver {
+        metrics: options.metrics.clone(),
+        metrics_at: None,
+        leading: leading_from_start,
         sched: scheduler,
         runtime: Handle::current(),
         tx: tx.clone(),
@@ -132,6 +170,14 @@ pub async fn run(
         }
     };
     drop(tx);
+    // Bindings are done: release the Lease so another replica takes over
+    // at once.
+    let _ = stop_election.send(true);
+    if let Some(election) = election
+        && tokio::time::timeout(DRAIN_REPORTS, election).await.is_err()
+    {
+        warn!("gave up releasing the lease");
+    }
     let summary = result.map_err(|_| KubeError::Runtime("the scheduling thread failed".into()))?;
     let dropped = reporter.dropped();
     drop(reporter);
@@ -156,6 +202,11 @@ fn now_ms() -> Millis {
 
 struct Driver {
     sched: Scheduler,
+    metrics: Arc<Metrics>,
+    /// When the queue and GPU gauges were last refreshed.
+    metrics_at: Option<Instant>,
+    /// Whether this replica holds the Lease (always, without election).
+    leading: bool,
     runtime: Handle,
     tx: mpsc::Sender<Input>,
     client: kube::Client,
@@ -190,13 +241,15 @@ impl Driver {
                 }
             }
             self.report_fact_warnings();
+            self.refresh_metrics();
             if stopping {
                 break;
             }
-            if self.unsynced == 0 {
+            if self.unsynced == 0 && self.leading {
                 let now = now_ms();
+                let started = Instant::now();
                 if let Some(outcome) = self.sched.schedule_one(now) {
-                    self.decided(outcome);
+                    self.decided(outcome, started);
                     continue;
                 }
                 if self.sched.queue().lengths().active > 0 {
@@ -232,7 +285,7 @@ impl Driver {
     }
 
     fn idle_wait(&self) -> Duration {
-        if self.unsynced > 0 {
+        if self.unsynced > 0 || !self.leading {
             return IDLE_WAKEUP;
         }
         match self.sched.queue().next_backoff_expiry() {
@@ -245,13 +298,20 @@ impl Driver {
         let now = now_ms();
         match input {
             Input::Change(c) => self.change(c, now),
-            Input::Bound { task, status, outcome } => self.bound(*task, status, outcome, now),
+            Input::Bound { task, status, outcome, started } => self.bound(*task, status, outcome, started, now),
             Input::BindLost { uid } => {
                 self.in_flight -= 1;
                 self.summary.bind_failures += 1;
                 // Without its task the assumption can only be dropped; the
                 // pod comes back with the next change the watch reports.
                 self.sched.on_pod_delete(&uid, now);
+            }
+            Input::Leading(leading) => {
+                if leading != self.leading {
+                    info!(leading, "leadership changed");
+                }
+                self.leading = leading;
+                self.metrics.set_leader(leading);
             }
             Input::Stop => {}
         }
@@ -280,6 +340,7 @@ impl Driver {
                 self.unsynced = self.unsynced.saturating_sub(1);
                 debug!(?source, "synced");
                 if self.unsynced == 0 {
+                    self.metrics.set_synced();
                     info!(
                         nodes = self.sched.cache().node_count(),
                         pending = self.pending.len(),
@@ -297,11 +358,14 @@ impl Driver {
         self.sched.on_unassigned_pod_delete(uid);
     }
 
-    fn decided(&mut self, outcome: CycleOutcome) {
+    fn decided(&mut self, outcome: CycleOutcome, started: Instant) {
         match outcome {
-            CycleOutcome::Assumed(task) => self.bind(task),
+            CycleOutcome::Assumed(task) => self.bind(task, started),
             CycleOutcome::Failed(f) => {
                 self.summary.failed_attempts += 1;
+                let result = if f.unschedulable { "unschedulable" } else { "error" };
+                let profile = f.record.profile.clone();
+                self.metrics.attempt(result, &profile, started.elapsed());
                 let pod = PodId::of(&f.pod);
                 debug!(pod = %f.pod.key(), "unschedulable: {}", f.message);
                 let condition = self.conditions.get(&pod.uid) != Some(&f.message);
@@ -322,7 +386,7 @@ impl Driver {
 
     /// Runs the binding in the background: PreBind and Bind plugins on a
     /// blocking thread, the API call on the runtime.
-    fn bind(&mut self, mut task: Box<BindingTask>) {
+    fn bind(&mut self, mut task: Box<BindingTask>, started: Instant) {
         self.in_flight += 1;
         let slots = self.bind_slots.clone();
         let tx = self.tx.clone();
@@ -335,7 +399,7 @@ impl Driver {
                 let binder = ApiBinder::new(client, runtime);
                 let status = task.bind(&binder);
                 let outcome = binder.outcome();
-                Input::Bound { task, status, outcome }
+                Input::Bound { task, status, outcome, started }
             })
             .await;
             let input = done.unwrap_or_else(|e| {
@@ -347,20 +411,37 @@ impl Driver {
         });
     }
 
-    fn bound(&mut self, task: BindingTask, status: Status, outcome: Option<BindOutcome>, now: Millis) {
+    fn bound(
+        &mut self,
+        task: BindingTask,
+        status: Status,
+        outcome: Option<BindOutcome>,
+        started: Instant,
+        now: Millis,
+    ) {
         self.in_flight -= 1;
         let pod = PodId::of(&task.pod);
         let node = task.node.clone();
         let uid = pod.uid.clone();
+        let profile = task.profile.scheduler_name.clone();
+        let (attempts, first_seen) = (task.queued.attempts, task.queued.first_seen);
         self.sched.finish_binding(task, &status, now);
         if status.is_success() {
             self.summary.bound += 1;
+            self.metrics.attempt("scheduled", &profile, started.elapsed());
+            self.metrics.scheduled(attempts, Duration::from_millis(now.saturating_sub(first_seen)));
             self.conditions.remove(&uid);
             debug!(pod = %format!("{}/{}", pod.namespace, pod.name), %node, "bound");
             self.reporter.send(Report::Scheduled { pod, node });
             return;
         }
         self.summary.bind_failures += 1;
+        self.metrics.attempt("error", &profile, started.elapsed());
+        self.metrics.binding_error(match outcome {
+            Some(BindOutcome::PodGone) => "pod_gone",
+            Some(BindOutcome::Conflict) => "conflict",
+            _ => "other",
+        });
         let message = status.message();
         if outcome == Some(BindOutcome::PodGone) || !self.pending.contains(&uid) {
             // Deleted, or bound meanwhile (the bound pods' watch says
@@ -377,6 +458,18 @@ impl Driver {
             condition: false,
             nominated_node: None,
         });
+    }
+
+    /// The gauges, at most once a second: the GPU sums walk every node.
+    fn refresh_metrics(&mut self) {
+        self.metrics.beat();
+        if self.metrics_at.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
+            return;
+        }
+        self.metrics_at = Some(Instant::now());
+        self.metrics.set_queue(&self.sched.queue().lengths(), self.sched.gated_pods().count());
+        self.metrics.set_gpus(GpuUsage::of(self.sched.cache()));
+        self.metrics.set_dropped_reports(self.reporter.dropped());
     }
 
     fn report_fact_warnings(&mut self) {

@@ -140,6 +140,8 @@ impl Cluster {
             .arg(&self.kubeconfig)
             .arg("--config")
             .arg(config)
+            // Several schedulers run side by side: each on a port of its own.
+            .args(["--http-address", "127.0.0.1:0"])
             .env("RUST_LOG", "info,gpu_scheduler_kube=debug")
             .stdout(Stdio::null())
             .stderr(file)
@@ -203,6 +205,20 @@ impl Scheduler {
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// The address its HTTP endpoints listen on, from its log.
+    pub fn http_address(&self) -> String {
+        wait_for(30, "the scheduler's HTTP address in its log", || {
+            let log = self.log_text();
+            let line = log.lines().find(|l| l.contains("serving /healthz"))?;
+            line.split("addr=").nth(1).map(|a| a.trim().to_string())
+        })
+    }
+
+    /// GET `path` from its HTTP endpoints: (status, body).
+    pub fn get(&self, path: &str) -> (u16, String) {
+        http_get(&self.http_address(), path)
+    }
 }
 
 impl Drop for Scheduler {
@@ -222,6 +238,19 @@ pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T
         assert!(Instant::now() < deadline, "timed out after {secs} s waiting for {what}");
         std::thread::sleep(Duration::from_millis(500));
     }
+}
+
+/// A plain HTTP/1.1 GET, enough for /metrics and the probes.
+pub fn http_get(addr: &str, path: &str) -> (u16, String) {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("connecting to {addr}: {e}"));
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
+        .unwrap_or_else(|e| panic!("writing to {addr}: {e}"));
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap_or_else(|e| panic!("reading from {addr}: {e}"));
+    let status = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_string());
+    (status, body)
 }
 
 pub fn items(list: &Value) -> &[Value] {

@@ -1,0 +1,307 @@
+//! What a live run exposes: Prometheus metrics (kube-scheduler's names
+//! where the meaning is the same, `gpu_scheduler_*` for ours) and the
+//! health the `/healthz` and `/readyz` endpoints report. Written by the
+//! scheduling thread and the binding tasks, read by the HTTP server.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use engine::cache::Cache;
+use engine::queue::QueueLengths;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// The GPU resource the GPU metrics count.
+pub const GPU: &str = "nvidia.com/gpu";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AttemptLabels {
+    /// scheduled, unschedulable or error, as kube-scheduler.
+    pub result: &'static str,
+    pub profile: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueLabel {
+    queue: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AttemptsLabel {
+    attempts: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabel {
+    state: &'static str,
+}
+
+type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn latency_buckets() -> Histogram {
+    // 1 ms to about 16 s, as kube-scheduler's attempt buckets.
+    Histogram::new(exponential_buckets(0.001, 2.0, 15))
+}
+
+fn sli_buckets() -> Histogram {
+    // 10 ms to about 5 h: a pod may wait long for room.
+    Histogram::new(exponential_buckets(0.01, 2.0, 21))
+}
+
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    attempts: Family<AttemptLabels, Counter>,
+    attempt_duration: Histograms<AttemptLabels>,
+    pending: Family<QueueLabel, Gauge>,
+    sli: Histograms<AttemptsLabel>,
+    binding_errors: Family<ReasonLabel, Counter>,
+    leader: Gauge,
+    gpus: Family<StateLabel, Gauge>,
+    fragmentation: Gauge<f64, AtomicU64>,
+    dropped_reports: Counter,
+    /// Whether every watch has listed once.
+    synced: AtomicBool,
+    /// When the scheduling thread last went round its loop (ms since the
+    /// epoch); it wakes at least every second.
+    heartbeat: AtomicU64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let attempts = Family::<AttemptLabels, Counter>::default();
+        registry.register(
+            "scheduler_schedule_attempts",
+            "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be scheduled, while 'error' means an internal scheduler problem.",
+            attempts.clone(),
+        );
+        let attempt_duration: Histograms<AttemptLabels> = Family::new_with_constructor(latency_buckets);
+        registry.register(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            attempt_duration.clone(),
+        );
+        let pending = Family::<QueueLabel, Gauge>::default();
+        registry.register(
+            "scheduler_pending_pods",
+            "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods; 'gated' is the number of pods held by PreEnqueue plugins.",
+            pending.clone(),
+        );
+        let sli: Histograms<AttemptsLabel> = Family::new_with_constructor(sli_buckets);
+        registry.register(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue until it is bound, by the number of attempts.",
+            sli.clone(),
+        );
+        let binding_errors = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "gpu_scheduler_binding_errors",
+            "Bindings that failed, by reason: pod_gone (404 or deleted), conflict (already bound or changed), other.",
+            binding_errors.clone(),
+        );
+        let leader = Gauge::default();
+        registry.register(
+            "gpu_scheduler_leader",
+            "1 while this replica holds the leader Lease and schedules.",
+            leader.clone(),
+        );
+        let gpus = Family::<StateLabel, Gauge>::default();
+        registry.register(
+            "gpu_scheduler_gpus",
+            "nvidia.com/gpu over all nodes: allocatable, and requested by the pods bound or assumed.",
+            gpus.clone(),
+        );
+        let fragmentation = Gauge::<f64, AtomicU64>::default();
+        registry.register(
+            "gpu_scheduler_gpu_fragmentation_ratio",
+            "Share of the free GPUs that sit on nodes already partly used (0 when all free GPUs are on idle nodes, where a whole-node job still fits).",
+            fragmentation.clone(),
+        );
+        let dropped_reports = Counter::default();
+        registry.register(
+            "gpu_scheduler_dropped_reports",
+            "Events and status updates dropped because their queue was full.",
+            dropped_reports.clone(),
+        );
+        Metrics {
+            registry,
+            attempts,
+            attempt_duration,
+            pending,
+            sli,
+            binding_errors,
+            leader,
+            gpus,
+            fragmentation,
+            dropped_reports,
+            synced: AtomicBool::new(false),
+            heartbeat: AtomicU64::new(now_ms()),
+        }
+    }
+
+    /// The Prometheus text format of every metric.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    pub fn attempt(&self, result: &'static str, profile: &str, took: Duration) {
+        let labels = AttemptLabels { result, profile: profile.to_string() };
+        self.attempts.get_or_create(&labels).inc();
+        self.attempt_duration.get_or_create(&labels).observe(took.as_secs_f64());
+    }
+
+    /// A pod bound: its latency from first entering the queue.
+    pub fn scheduled(&self, attempts: u32, since_first_seen: Duration) {
+        let label = AttemptsLabel { attempts: if attempts >= 15 { "15+".into() } else { attempts.to_string() } };
+        self.sli.get_or_create(&label).observe(since_first_seen.as_secs_f64());
+    }
+
+    pub fn binding_error(&self, reason: &'static str) {
+        self.binding_errors.get_or_create(&ReasonLabel { reason }).inc();
+    }
+
+    pub fn set_leader(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
+    }
+
+    pub fn set_queue(&self, q: &QueueLengths, gated: usize) {
+        for (queue, n) in
+            [("active", q.active), ("backoff", q.backoff), ("unschedulable", q.unschedulable), ("gated", gated)]
+        {
+            self.pending.get_or_create(&QueueLabel { queue }).set(n as i64);
+        }
+    }
+
+    pub fn set_gpus(&self, g: GpuUsage) {
+        self.gpus.get_or_create(&StateLabel { state: "allocatable" }).set(g.allocatable);
+        self.gpus.get_or_create(&StateLabel { state: "requested" }).set(g.requested);
+        self.fragmentation.set(g.fragmentation());
+    }
+
+    pub fn set_dropped_reports(&self, total: u64) {
+        let seen = self.dropped_reports.get();
+        if total > seen {
+            self.dropped_reports.inc_by(total - seen);
+        }
+    }
+
+    pub fn set_synced(&self) {
+        self.synced.store(true, Ordering::Relaxed);
+    }
+
+    /// Ready: every watch has listed once (leader, or a warm follower).
+    pub fn ready(&self) -> bool {
+        self.synced.load(Ordering::Relaxed)
+    }
+
+    pub fn beat(&self) {
+        self.heartbeat.store(now_ms(), Ordering::Relaxed);
+    }
+
+    /// Alive: the scheduling thread went round its loop lately.
+    pub fn alive(&self, within: Duration) -> bool {
+        now_ms().saturating_sub(self.heartbeat.load(Ordering::Relaxed)) <= within.as_millis() as u64
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// GPUs over all nodes.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct GpuUsage {
+    pub allocatable: i64,
+    pub requested: i64,
+    /// Free GPUs on nodes where some GPUs are in use.
+    pub stranded: i64,
+}
+
+impl GpuUsage {
+    pub fn of(cache: &Cache) -> GpuUsage {
+        let mut g = GpuUsage::default();
+        for info in cache.node_infos() {
+            let alloc = info.node.allocatable.get(GPU);
+            if alloc <= 0 {
+                continue;
+            }
+            let used = info.requested.get(GPU).clamp(0, alloc);
+            g.allocatable += alloc;
+            g.requested += used;
+            if used > 0 {
+                g.stranded += alloc - used;
+            }
+        }
+        g
+    }
+
+    pub fn fragmentation(&self) -> f64 {
+        let free = self.allocatable - self.requested;
+        if free <= 0 { 0.0 } else { self.stranded as f64 / free as f64 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::testing::{node, pod};
+
+    #[test]
+    fn gpu_usage_counts_stranded_gpus() {
+        let mut cache = Cache::new();
+        for (name, gpus) in [("idle", 8), ("half", 8), ("full", 4), ("cpu", 0)] {
+            let mut n = node(name).capacity(64_000, 256 << 30).pods(110);
+            if gpus > 0 {
+                n = n.resource(GPU, gpus);
+            }
+            cache.upsert_node(n.build());
+        }
+        let bind = |cache: &mut Cache, name: &str, node_name: &str, gpus: i64| {
+            let p = pod(name).resource(GPU, gpus).node(node_name).arc();
+            cache.add_pod(p).unwrap_or_else(|e| panic!("{e}"));
+        };
+        bind(&mut cache, "a", "half", 4);
+        bind(&mut cache, "b", "full", 4);
+        let g = GpuUsage::of(&cache);
+        assert_eq!(g, GpuUsage { allocatable: 20, requested: 8, stranded: 4 });
+        // 12 free: 8 on the idle node, 4 stranded on the half-used one.
+        assert!((g.fragmentation() - 4.0 / 12.0).abs() < 1e-9);
+        assert_eq!(GpuUsage::default().fragmentation(), 0.0);
+    }
+
+    #[test]
+    fn metrics_use_kube_scheduler_names() {
+        let m = Metrics::new();
+        m.attempt("scheduled", "gpu-scheduler", Duration::from_millis(3));
+        m.set_queue(&QueueLengths { active: 2, backoff: 1, unschedulable: 4, in_flight: 0 }, 0);
+        m.scheduled(1, Duration::from_millis(50));
+        let text = m.encode();
+        for want in [
+            "scheduler_schedule_attempts_total{result=\"scheduled\",profile=\"gpu-scheduler\"} 1",
+            "scheduler_pending_pods{queue=\"unschedulable\"} 4",
+            "scheduler_scheduling_attempt_duration_seconds_count{result=\"scheduled\",profile=\"gpu-scheduler\"} 1",
+            "scheduler_pod_scheduling_sli_duration_seconds_count{attempts=\"1\"} 1",
+        ] {
+            assert!(text.contains(want), "missing {want} in\n{text}");
+        }
+    }
+}
