@@ -33,6 +33,18 @@ enum Command {
     },
     /// Schedule a live cluster: the pods whose schedulerName is one of the profiles'.
     Run(RunArgs),
+    /// Show a pod's last decision in a running scheduler: each node's verdict and scores.
+    Explain {
+        /// The pod, as NAMESPACE/NAME.
+        pod: String,
+        /// The scheduler's HTTP address (run with --enable-explain-endpoint),
+        /// e.g. after `kubectl -n gpu-scheduler port-forward deploy/gpu-scheduler 10251`.
+        #[arg(long, default_value = "127.0.0.1:10251")]
+        address: String,
+        /// Report format.
+        #[arg(long, value_enum, default_value = "table")]
+        output: Output,
+    },
     /// Write a live cluster's Nodes, Namespaces, PriorityClasses and Pods as YAML `simulate` reads.
     Snapshot {
         /// Kubeconfig of the cluster; without one, the in-cluster service account.
@@ -62,6 +74,10 @@ struct RunArgs {
     /// Where /healthz, /readyz and /metrics are served (plain HTTP).
     #[arg(long, default_value = "0.0.0.0:10251")]
     http_address: std::net::SocketAddr,
+    /// Keep each pod's last decision and serve it at /debug/explain/NS/POD
+    /// (for `gpu-scheduler explain`); costs an explanation per decision.
+    #[arg(long)]
+    enable_explain_endpoint: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -130,6 +146,7 @@ fn main() -> ExitCode {
         Command::CheckConfig { file } => check_config(&file),
         Command::Run(args) => run(args),
         Command::Snapshot { kubeconfig, output } => snapshot(kubeconfig, output),
+        Command::Explain { pod, address, output } => explain(&pod, &address, output),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -245,15 +262,17 @@ fn run(args: RunArgs) -> Result<(), Exit> {
     let le = &cfg.leader_election;
     let leader_election = le.leader_elect.then(|| live::leader::Campaign::from_config(le, live::leader::identity()));
     let metrics = std::sync::Arc::new(live::metrics::Metrics::new());
+    let explanations = args.enable_explain_endpoint.then(std::sync::Arc::default);
     let options = live::RunOptions {
         bind_concurrency: args.bind_concurrency,
         instance,
         leader_election,
         metrics: metrics.clone(),
+        explanations: explanations.clone(),
     };
     let rt = runtime()?;
     rt.block_on(async {
-        let addr = http::serve(args.http_address, metrics)
+        let addr = http::serve(args.http_address, metrics, explanations)
             .await
             .with_context(|| format!("serving HTTP on {}", args.http_address))?;
         tracing::info!(%addr, "serving /healthz, /readyz and /metrics");
@@ -304,4 +323,37 @@ fn snapshot(kubeconfig: Option<PathBuf>, output: Option<PathBuf>) -> Result<(), 
         eprintln!("snapshot: {} nodes, {} pods ({} pending)", counts.nodes, counts.pods, counts.pending);
         Ok(())
     })
+}
+
+/// Fetches `/debug/explain/NS/POD` from a running scheduler and prints it.
+fn explain(pod: &str, address: &str, output: Output) -> Result<(), Exit> {
+    let Some((ns, name)) = pod.split_once('/').filter(|(ns, name)| !ns.is_empty() && !name.is_empty()) else {
+        return Err(bad_config(anyhow::anyhow!("{pod:?} is not NAMESPACE/NAME")));
+    };
+    let (status, body) = http_get(address, &format!("/debug/explain/{ns}/{name}")).with_context(|| {
+        format!("asking the scheduler at {address} (is it running with --enable-explain-endpoint?)")
+    })?;
+    if status != 200 {
+        return Err(Exit(1, anyhow::anyhow!("{address}: HTTP {status}: {}", body.trim())));
+    }
+    let e: engine::explain::Explanation = serde_json::from_str(&body)
+        .with_context(|| format!("{address} answered something else than an explanation"))?;
+    match output {
+        Output::Json => println!("{body}"),
+        Output::Table => print!("{}", report::explanation_table(&e)),
+    }
+    Ok(())
+}
+
+/// A plain HTTP/1.1 GET (the endpoint is ours and plain HTTP): status and body.
+fn http_get(address: &str, path: &str) -> Result<(u16, String)> {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(address).with_context(|| format!("connecting to {address}"))?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n")?;
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw)?;
+    let (head, body) = raw.split_once("\r\n\r\n").context("malformed HTTP response")?;
+    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).context("malformed HTTP status line")?;
+    Ok((status, body.to_string()))
 }

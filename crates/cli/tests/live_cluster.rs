@@ -177,9 +177,29 @@ fn snapshot_agrees_with_live_run(c: &Cluster) {
         .unwrap_or_else(|| panic!("whatif/p not in the simulation: {report}"));
     assert!(simulated.starts_with("whatif-"), "simulated on {simulated:?}");
 
-    let mut sched = c.start_scheduler(&config, &c.dir.join("whatif-scheduler.log"));
+    let log = c.dir.join("whatif-scheduler.log");
+    let mut sched = c.start_scheduler_as(&c.kubeconfig, &config, "whatif", &log, &["--enable-explain-endpoint"]);
     let live = wait_for(60, "whatif/p bound", || all_bound(c, "whatif", 1));
     assert_eq!(live["p"], simulated, "live run and simulation of the snapshot disagree");
+
+    // `gpu-scheduler explain` shows the live decision, node by node.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpu-scheduler"))
+        .args(["explain", "whatif/p", "--output", "json", "--address", &sched.http_address()])
+        .output()
+        .unwrap_or_else(|e| panic!("running explain: {e}"));
+    assert!(out.status.success(), "explain failed: {}", String::from_utf8_lossy(&out.stderr));
+    let e: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_eq!(s(&e["node"]), simulated, "{e}");
+    let feasible: Vec<String> = e["nodes"]
+        .as_array()
+        .map(|ns| ns.iter().filter(|n| n["verdict"] != "rejected").map(|n| s(&n["node"])).collect())
+        .unwrap_or_default();
+    assert_eq!(feasible.len(), 3, "the three whatif nodes should be feasible: {e}");
+    let table = std::process::Command::new(env!("CARGO_BIN_EXE_gpu-scheduler"))
+        .args(["explain", "whatif/p", "--address", &sched.http_address()])
+        .output()
+        .unwrap_or_else(|e| panic!("running explain: {e}"));
+    assert!(String::from_utf8_lossy(&table.stdout).contains("ResourceHeadroom"), "{table:?}");
     assert!(sched.terminate().success());
 }
 

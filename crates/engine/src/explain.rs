@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cache::NodeNames;
 use crate::framework::{Code, Status};
@@ -97,7 +97,7 @@ pub struct DecisionRecord {
 }
 
 /// A plugin's part of one node's score.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PluginScore {
     pub plugin: String,
     pub raw: i64,
@@ -107,31 +107,32 @@ pub struct PluginScore {
 }
 
 /// One node's line in an explanation.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeVerdict {
     pub node: String,
     /// `selected`, `feasible`, `rejected` or `error`. Nodes a partial search
     /// (percentageOfNodesToScore) did not reach are not listed.
     pub verdict: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plugin: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasons: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scores: Vec<PluginScore>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total: Option<f64>,
 }
 
-/// A serialisable explanation of one decision.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// A serialisable explanation of one decision (read back by
+/// `gpu-scheduler explain`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Explanation {
     pub pod: String,
     pub profile: String,
     pub node: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     pub total_nodes: usize,
     pub evaluated_nodes: usize,

@@ -6,6 +6,7 @@
 
 pub mod binder;
 pub mod client;
+pub mod explain;
 pub mod leader;
 pub mod metrics;
 pub mod report;

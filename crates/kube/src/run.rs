@@ -22,6 +22,7 @@ use tracing::{debug, info, warn};
 use crate::KubeError;
 use crate::binder::{ApiBinder, BindOutcome};
 use crate::client::Clients;
+use crate::explain::Explanations;
 use crate::leader::{Campaign, Elector};
 use crate::metrics::{GpuUsage, Metrics};
 use crate::report::{PodId, Report, Reporter};
@@ -49,6 +50,8 @@ pub struct RunOptions {
     pub leader_election: Option<Campaign>,
     /// Where the run's metrics and health go (the HTTP server reads them).
     pub metrics: Arc<Metrics>,
+    /// Keep each pod's last decision for `/debug/explain` (off: None).
+    pub explanations: Option<Arc<Explanations>>,
 }
 
 impl Default for RunOptions {
@@ -58,6 +61,7 @@ impl Default for RunOptions {
             instance: "gpu-scheduler".into(),
             leader_election: None,
             metrics: Arc::default(),
+            explanations: None,
         }
     }
 }
@@ -130,6 +134,7 @@ pub async fn run(
     });
     options.metrics.set_leader(leading_from_start);
     let driver = Driver {
+        explanations: options.explanations.clone(),
         metrics: options.metrics.clone(),
         metrics_at: None,
         leading: leading_from_start,
@@ -202,6 +207,7 @@ fn now_ms() -> Millis {
 
 struct Driver {
     sched: Scheduler,
+    explanations: Option<Arc<Explanations>>,
     metrics: Arc<Metrics>,
     /// When the queue and GPU gauges were last refreshed.
     metrics_at: Option<Instant>,
@@ -359,6 +365,12 @@ impl Driver {
     }
 
     fn decided(&mut self, outcome: CycleOutcome, started: Instant) {
+        if let Some(e) = &self.explanations {
+            match &outcome {
+                CycleOutcome::Assumed(task) => e.record(&task.record),
+                CycleOutcome::Failed(f) => e.record(&f.record),
+            }
+        }
         match outcome {
             CycleOutcome::Assumed(task) => self.bind(task, started),
             CycleOutcome::Failed(f) => {

@@ -71,6 +71,11 @@ impl Cluster {
         assert!(out.status.success(), "restart-apiserver: {}", String::from_utf8_lossy(&out.stderr));
     }
 
+    /// PATH with the built kubectl first.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
     fn kubectl_cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new("kubectl");
         c.args(args).env("KUBECONFIG", &self.kubeconfig).env("PATH", &self.path);
@@ -133,16 +138,31 @@ impl Cluster {
 
     /// Starts `gpu-scheduler run` with `config`, logging to `log`.
     pub fn start_scheduler(&self, config: &Path, log: &Path) -> Scheduler {
+        self.start_scheduler_as(&self.kubeconfig, config, "gpu-scheduler", log, &[])
+    }
+
+    /// Starts `gpu-scheduler run` with another kubeconfig, as replica
+    /// `hostname` (its Lease identity starts with it).
+    pub fn start_scheduler_as(
+        &self,
+        kubeconfig: &Path,
+        config: &Path,
+        hostname: &str,
+        log: &Path,
+        extra_args: &[&str],
+    ) -> Scheduler {
         let file = std::fs::File::create(log).unwrap_or_else(|e| panic!("creating {}: {e}", log.display()));
         let child = Command::new(env!("CARGO_BIN_EXE_gpu-scheduler"))
             .arg("run")
             .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
+            .arg(kubeconfig)
             .arg("--config")
             .arg(config)
             // Several schedulers run side by side: each on a port of its own.
             .args(["--http-address", "127.0.0.1:0"])
+            .args(extra_args)
             .env("RUST_LOG", "info,gpu_scheduler_kube=debug")
+            .env("HOSTNAME", hostname)
             .stdout(Stdio::null())
             .stderr(file)
             .spawn()
