@@ -8,22 +8,10 @@ mod support;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::cluster::{Cluster, items, node_yaml, pod_yaml, repo, s, wait_for};
+use support::cluster::{Cluster, deploy_files, items, node_yaml, pod_yaml, s, wait_for};
 
 const NS: &str = "gpu-scheduler";
 const SA: &str = "system:serviceaccount:gpu-scheduler:scheduler-sa";
-
-fn deploy_files() -> Vec<String> {
-    let dir = repo().join("deploy");
-    let mut files: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect();
-    files.sort();
-    files
-}
 
 /// `kubectl auth can-i VERB RESOURCE` as the scheduler's ServiceAccount.
 fn can_i(c: &Cluster, args: &[&str]) -> bool {
@@ -83,7 +71,7 @@ fn deployed_replicas_fail_over() {
     let mut args = vec!["apply", "--server-side"];
     let files = deploy_files();
     for f in &files {
-        args.extend_from_slice(&["-f", f]);
+        args.extend_from_slice(&["-f", f.to_str().unwrap_or_default()]);
     }
     c.kubectl(&args);
 

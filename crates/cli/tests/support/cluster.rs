@@ -15,6 +15,18 @@ pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// The plain manifests, deploy/*.yaml, in name (apply) order.
+pub fn deploy_files() -> Vec<PathBuf> {
+    let dir = repo().join("deploy");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    files
+}
+
 fn cluster_script() -> PathBuf {
     repo().join("tools/k8s/cluster")
 }
