@@ -155,6 +155,12 @@ fn deployed_replicas_fail_over() {
         sample(&metrics, "scheduler_schedule_attempts_total{result=\"scheduled\",profile=\"gpu-scheduler\"} ");
     assert_eq!(scheduled as usize, 500 - bound_by_first, "{metrics}");
     assert_eq!(sample(&metrics, "gpu_scheduler_leader "), 1.0);
+    for timed in [
+        "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"PreFilter\",status=\"Success\"}",
+        "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Filter\",status=\"Success\",profile=\"gpu-scheduler\"}",
+    ] {
+        assert!(metrics.contains(timed), "no {timed} in\n{metrics}");
+    }
     let binding_errors: f64 = metrics
         .lines()
         .filter(|l| l.starts_with("gpu_scheduler_binding_errors_total"))

@@ -3,6 +3,8 @@
 //! Score → NormalizeScore → weighted sum → select (ties broken from the
 //! seeded random source). Pure: everything it reads is passed in.
 
+use std::sync::Arc;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
@@ -12,6 +14,7 @@ use crate::explain::{DecisionRecord, FitError, ScoreColumn};
 use crate::framework::{
     Code, CycleState, FilterPlugin, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeStatus, ScorePlugin, Status,
 };
+use crate::instrument::{Instrument, Span};
 use crate::model::Pod;
 use crate::profile::Profile;
 
@@ -79,6 +82,8 @@ pub struct Algorithm {
     percentage_of_nodes_to_score: u32,
     next_start_node_index: usize,
     rng: StdRng,
+    /// Times extension points for metrics, when the caller wants them.
+    instrument: Option<Arc<dyn Instrument>>,
 }
 
 /// Outcome of one decision, with its record.
@@ -91,7 +96,16 @@ pub struct Decision {
 
 impl Algorithm {
     pub fn new(percentage_of_nodes_to_score: u32, seed: u64) -> Self {
-        Algorithm { percentage_of_nodes_to_score, next_start_node_index: 0, rng: StdRng::seed_from_u64(seed) }
+        Algorithm {
+            percentage_of_nodes_to_score,
+            next_start_node_index: 0,
+            rng: StdRng::seed_from_u64(seed),
+            instrument: None,
+        }
+    }
+
+    pub fn set_instrument(&mut self, instrument: Arc<dyn Instrument>) {
+        self.instrument = Some(instrument);
     }
 
     /// Decides where `pod` goes. `state` is the cycle state the later
@@ -148,6 +162,10 @@ impl Algorithm {
         if all.is_empty() {
             return Err(ScheduleError::NoNodes);
         }
+        let instrument = self.instrument.clone();
+        let instrument = instrument.as_ref();
+        let profile_name = profile.scheduler_name.as_str();
+        let pre_filter_span = Span::start(instrument);
 
         // PreFilter: per-pod state, and possibly a narrowed node set.
         let mut filters: Vec<(&'static str, &dyn FilterPlugin)> = Vec::with_capacity(profile.filter.len());
@@ -158,7 +176,12 @@ impl Algorithm {
         let mut narrowed_by: Vec<&'static str> = Vec::new();
         for p in &profile.pre_filter {
             let Some(pf) = p.as_pre_filter() else { continue };
+            let span = Span::start(instrument);
             let (res, status) = pf.pre_filter(state, pod, snap);
+            span.plugin(p.name(), "PreFilter", status.code);
+            if !matches!(status.code, Code::Success | Code::Skip) {
+                pre_filter_span.point("PreFilter", status.code, profile_name);
+            }
             let status = status.with_plugin(p.name());
             match status.code {
                 Code::Success => {}
@@ -186,6 +209,8 @@ impl Algorithm {
                 });
             }
         }
+        pre_filter_span.point("PreFilter", Code::Success, profile_name);
+        let filter_span = Span::start(instrument);
         for p in &profile.filter {
             if skipped.contains(&p.name()) {
                 continue;
@@ -223,16 +248,9 @@ impl Algorithm {
             let pct = profile.percentage_of_nodes_to_score.unwrap_or(self.percentage_of_nodes_to_score);
             let want = num_feasible_nodes_to_find(pct, candidates.len());
             let mut fallback: Vec<(usize, Status)> = Vec::new();
-            let processed = self.find_feasible(
-                &filters,
-                state,
-                pod,
-                candidates,
-                want,
-                &mut feasible,
-                &mut rejected,
-                &mut fallback,
-            )?;
+            let processed = self
+                .find_feasible(&filters, state, pod, candidates, want, &mut feasible, &mut rejected, &mut fallback)
+                .inspect_err(|_| filter_span.point("Filter", Code::Error, profile_name))?;
             record.evaluated_nodes = processed;
             // Fallback nodes are used only when nothing else fits.
             if feasible.is_empty() {
@@ -244,6 +262,8 @@ impl Algorithm {
             record.evaluated_nodes = 1;
         }
 
+        let filter_code = if feasible.is_empty() { Code::Unschedulable } else { Code::Success };
+        filter_span.point("Filter", filter_code, profile_name);
         if feasible.is_empty() {
             narrowed_by.sort_unstable();
             let absent_status = (absent > 0).then(|| {
@@ -266,7 +286,7 @@ impl Algorithm {
             return Ok(ScheduleResult { node, evaluated_nodes: record.evaluated_nodes, feasible_nodes: 1 });
         }
 
-        let (columns, totals) = score_nodes(profile, state, pod, NodeList::new(snap, &feasible))?;
+        let (columns, totals) = score_nodes(profile, state, pod, NodeList::new(snap, &feasible), instrument)?;
         let best = self.select_host(&totals);
         let node = all[feasible[best]].name().to_string();
         record.feasible = feasible;
@@ -394,17 +414,46 @@ type Scores = (Vec<ScoreColumn>, Vec<f64>);
 
 /// PreScore, Score (parallel over nodes), NormalizeScore and the weighted
 /// sum, over the feasible nodes.
-fn score_nodes(profile: &Profile, state: &mut CycleState, pod: &Pod, nodes: NodeList) -> Result<Scores, ScheduleError> {
+fn score_nodes(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &Pod,
+    nodes: NodeList,
+    instrument: Option<&Arc<dyn Instrument>>,
+) -> Result<Scores, ScheduleError> {
+    let name = profile.scheduler_name.as_str();
+    let pre_score_span = Span::start(instrument);
     let mut skipped: Vec<&'static str> = Vec::new();
     for p in &profile.pre_score {
         let Some(ps) = p.as_pre_score() else { continue };
+        let span = Span::start(instrument);
         let s = ps.pre_score(state, pod, nodes).with_plugin(p.name());
+        span.plugin(p.name(), "PreScore", s.code);
         match s.code {
             Code::Success => {}
             Code::Skip => skipped.push(p.name()),
-            _ => return Err(ScheduleError::Internal(s)),
+            _ => {
+                pre_score_span.point("PreScore", s.code, name);
+                return Err(ScheduleError::Internal(s));
+            }
         }
     }
+    pre_score_span.point("PreScore", Code::Success, name);
+    let score_span = Span::start(instrument);
+    let result = score_and_normalize(profile, state, pod, nodes, &skipped, instrument);
+    score_span.point("Score", if result.is_ok() { Code::Success } else { Code::Error }, name);
+    result
+}
+
+/// Score (parallel over nodes), NormalizeScore and the weighted sum.
+fn score_and_normalize(
+    profile: &Profile,
+    state: &CycleState,
+    pod: &Pod,
+    nodes: NodeList,
+    skipped: &[&'static str],
+    instrument: Option<&Arc<dyn Instrument>>,
+) -> Result<Scores, ScheduleError> {
     let scorers: Vec<(&'static str, &dyn ScorePlugin, f64)> = profile
         .score
         .iter()
@@ -416,7 +465,6 @@ fn score_nodes(profile: &Profile, state: &mut CycleState, pod: &Pod, nodes: Node
     if np == 0 {
         return Ok((Vec::new(), totals));
     }
-    let state: &CycleState = state;
     // Node-major matrix so that each node's scores are one contiguous chunk.
     let mut matrix = vec![0i64; nodes.len() * np];
     let score_row = |(row, i): (&mut [i64], usize)| -> Result<(), Status> {
@@ -438,7 +486,9 @@ fn score_nodes(profile: &Profile, state: &mut CycleState, pod: &Pod, nodes: Node
         let raw: Vec<i64> = matrix.iter().skip(k).step_by(np).copied().collect();
         let mut normalized = raw.clone();
         if s.has_normalize() {
+            let span = Span::start(instrument);
             let st = s.normalize(state, pod, &mut normalized).with_plugin(name);
+            span.plugin(name, "NormalizeScore", st.code);
             if !st.is_success() {
                 return Err(ScheduleError::Internal(st));
             }

@@ -36,6 +36,21 @@ pub enum Code {
     Fallback,
 }
 
+impl Code {
+    /// The name kube-scheduler's metrics use for the code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Success => "Success",
+            Code::Unschedulable => "Unschedulable",
+            Code::UnschedulableAndUnresolvable => "UnschedulableAndUnresolvable",
+            Code::Error => "Error",
+            Code::Skip => "Skip",
+            Code::Wait => "Wait",
+            Code::Fallback => "Fallback",
+        }
+    }
+}
+
 /// A plugin's verdict with human-readable reasons. Success carries no
 /// allocation; reasons are usually static strings.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,6 +12,7 @@ pub mod convert;
 pub mod explain;
 pub mod facts;
 pub mod framework;
+pub mod instrument;
 pub mod model;
 pub mod node_info;
 pub mod profile;

@@ -130,6 +130,12 @@ impl Scheduler {
         })
     }
 
+    /// Times extension points and plugins for metrics (see
+    /// [`Instrument`](crate::instrument::Instrument)); decisions do not change.
+    pub fn set_instrument(&mut self, instrument: Arc<dyn crate::instrument::Instrument>) {
+        self.algorithm.set_instrument(instrument);
+    }
+
     pub fn profiles(&self) -> &[Arc<Profile>] {
         &self.profiles
     }

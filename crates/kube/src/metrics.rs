@@ -3,10 +3,13 @@
 //! health the `/healthz` and `/readyz` endpoints report. Written by the
 //! scheduling thread and the binding tasks, read by the HTTP server.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use engine::cache::Cache;
+use engine::framework::Code;
+use engine::instrument::Instrument;
 use engine::queue::QueueLengths;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -23,6 +26,20 @@ pub struct AttemptLabels {
     /// scheduled, unschedulable or error, as kube-scheduler.
     pub result: &'static str,
     pub profile: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginLabels {
+    plugin: &'static str,
+    extension_point: &'static str,
+    status: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PointLabels {
+    extension_point: &'static str,
+    status: &'static str,
+    profile: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -52,6 +69,11 @@ fn latency_buckets() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 15))
 }
 
+fn plugin_buckets() -> Histogram {
+    // 10 µs to about 160 ms: one plugin call, or one extension point.
+    Histogram::new(exponential_buckets(0.00001, 2.0, 15))
+}
+
 fn sli_buckets() -> Histogram {
     // 10 ms to about 5 h: a pod may wait long for room.
     Histogram::new(exponential_buckets(0.01, 2.0, 21))
@@ -64,6 +86,8 @@ pub struct Metrics {
     attempt_duration: Histograms<AttemptLabels>,
     pending: Family<QueueLabel, Gauge>,
     sli: Histograms<AttemptsLabel>,
+    plugin_duration: Histograms<PluginLabels>,
+    point_duration: Histograms<PointLabels>,
     binding_errors: Family<ReasonLabel, Counter>,
     leader: Gauge,
     gpus: Family<StateLabel, Gauge>,
@@ -109,6 +133,18 @@ impl Metrics {
             "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue until it is bound, by the number of attempts.",
             sli.clone(),
         );
+        let plugin_duration: Histograms<PluginLabels> = Family::new_with_constructor(plugin_buckets);
+        registry.register(
+            "scheduler_plugin_execution_duration_seconds",
+            "Duration for running a plugin at a once-per-cycle extension point (PreFilter, PreScore, NormalizeScore).",
+            plugin_duration.clone(),
+        );
+        let point_duration: Histograms<PointLabels> = Family::new_with_constructor(plugin_buckets);
+        registry.register(
+            "scheduler_framework_extension_point_duration_seconds",
+            "Latency for running all plugins of a specific extension point (Filter and Score over all nodes evaluated).",
+            point_duration.clone(),
+        );
         let binding_errors = Family::<ReasonLabel, Counter>::default();
         registry.register(
             "gpu_scheduler_binding_errors",
@@ -145,6 +181,8 @@ impl Metrics {
             attempt_duration,
             pending,
             sli,
+            plugin_duration,
+            point_duration,
             binding_errors,
             leader,
             gpus,
@@ -167,6 +205,12 @@ impl Metrics {
         let labels = AttemptLabels { result, profile: profile.to_string() };
         self.attempts.get_or_create(&labels).inc();
         self.attempt_duration.get_or_create(&labels).observe(took.as_secs_f64());
+    }
+
+    /// The engine's [`Instrument`]: times plugins and extension points
+    /// into these metrics.
+    pub fn instrument(self: &Arc<Self>) -> Arc<dyn Instrument> {
+        Arc::new(Timer { metrics: self.clone(), epoch: Instant::now() })
     }
 
     /// A pod bound: its latency from first entering the queue.
@@ -220,6 +264,28 @@ impl Metrics {
     /// Alive: the scheduling thread went round its loop lately.
     pub fn alive(&self, within: Duration) -> bool {
         now_ms().saturating_sub(self.heartbeat.load(Ordering::Relaxed)) <= within.as_millis() as u64
+    }
+}
+
+/// The clock behind the engine's timings: monotonic, from an epoch.
+struct Timer {
+    metrics: Arc<Metrics>,
+    epoch: Instant,
+}
+
+impl Instrument for Timer {
+    fn now_nanos(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    fn plugin_executed(&self, plugin: &'static str, extension_point: &'static str, code: Code, nanos: u64) {
+        let labels = PluginLabels { plugin, extension_point, status: code.as_str() };
+        self.metrics.plugin_duration.get_or_create(&labels).observe(nanos as f64 / 1e9);
+    }
+
+    fn extension_point(&self, extension_point: &'static str, code: Code, profile: &str, nanos: u64) {
+        let labels = PointLabels { extension_point, status: code.as_str(), profile: profile.to_string() };
+        self.metrics.point_duration.get_or_create(&labels).observe(nanos as f64 / 1e9);
     }
 }
 
@@ -294,6 +360,17 @@ mod tests {
         m.attempt("scheduled", "gpu-scheduler", Duration::from_millis(3));
         m.set_queue(&QueueLengths { active: 2, backoff: 1, unschedulable: 4, in_flight: 0 }, 0);
         m.scheduled(1, Duration::from_millis(50));
+        let timer = Arc::new(Metrics::new());
+        let i = timer.instrument();
+        i.plugin_executed("NodeResourcesFit", "PreFilter", Code::Success, 20_000);
+        i.extension_point("Filter", Code::Unschedulable, "gpu-scheduler", 50_000);
+        let timings = timer.encode();
+        for want in [
+            "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"PreFilter\",status=\"Success\"} 1",
+            "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Filter\",status=\"Unschedulable\",profile=\"gpu-scheduler\"} 1",
+        ] {
+            assert!(timings.contains(want), "missing {want} in\n{timings}");
+        }
         let text = m.encode();
         for want in [
             "scheduler_schedule_attempts_total{result=\"scheduled\",profile=\"gpu-scheduler\"} 1",

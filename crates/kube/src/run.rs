@@ -133,6 +133,8 @@ pub async fn run(
         tokio::spawn(elector.run(leading_tx, election_stopped))
     });
     options.metrics.set_leader(leading_from_start);
+    let mut scheduler = scheduler;
+    scheduler.set_instrument(options.metrics.instrument());
     let driver = Driver {
         explanations: options.explanations.clone(),
         metrics: options.metrics.clone(),
