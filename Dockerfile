@@ -10,7 +10,10 @@ RUN apt-get update \
     && rustup target add x86_64-unknown-linux-musl
 WORKDIR /src
 COPY . .
-# Static: musl libc, rustls with ring (no OpenSSL).
+# Static: musl libc, rustls with ring (no OpenSSL). Without the release
+# profile's line tables the binary is about 25 MB instead of 110 MB;
+# symbols stay, so backtraces still name functions.
+ENV CARGO_PROFILE_RELEASE_DEBUG=false
 RUN cargo build --release --locked -p gpu-scheduler --target x86_64-unknown-linux-musl \
     && cp target/x86_64-unknown-linux-musl/release/gpu-scheduler /gpu-scheduler
 

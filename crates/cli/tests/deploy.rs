@@ -44,21 +44,30 @@ fn docs(yaml: &str, source: &str) -> Vec<Value> {
 fn deploy_objects() -> Vec<Value> {
     deploy_files()
         .iter()
-        .flat_map(|f| docs(&std::fs::read_to_string(f).unwrap_or_default(), &f.display().to_string()))
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("reading {}: {e}", f.display()));
+            docs(&text, &f.display().to_string())
+        })
         .collect()
 }
 
-fn helm(args: &[&str]) -> String {
+/// Runs helm (built, or found in the cache, by tools/k8s/helm/build).
+fn helm_output(args: &[&str]) -> std::process::Output {
     let out = Command::new(repo().join("tools/k8s/helm/build"))
         .output()
         .unwrap_or_else(|e| panic!("running tools/k8s/helm/build: {e}"));
     assert!(out.status.success(), "tools/k8s/helm/build: {}", String::from_utf8_lossy(&out.stderr));
     let bin = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let out = Command::new(Path::new(&bin).join("helm"))
+    Command::new(Path::new(&bin).join("helm"))
         .args(args)
         .current_dir(repo())
         .output()
-        .unwrap_or_else(|e| panic!("running helm: {e}"));
+        .unwrap_or_else(|e| panic!("running helm from {bin}: {e}"))
+}
+
+/// Runs helm and returns its output, which must be a success.
+fn helm(args: &[&str]) -> String {
+    let out = helm_output(args);
     assert!(
         out.status.success(),
         "helm {args:?} failed:\n{}{}",
@@ -78,8 +87,10 @@ fn of_kind<'a>(objects: &'a [Value], kind: &str) -> Vec<&'a Value> {
 
 /// The access granted, and that nothing is granted beyond it.
 fn check_rbac(objects: &[Value], source: &str) {
-    let text = serde_json::to_string(objects).unwrap_or_default();
-    assert!(!text.contains("\"*\""), "{source}: a wildcard in RBAC");
+    let rbac: Vec<&Value> =
+        ["ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding"].iter().flat_map(|k| of_kind(objects, k)).collect();
+    let text = serde_json::to_string(&rbac).unwrap_or_else(|e| panic!("{source}: {e}"));
+    assert!(!text.contains('*'), "{source}: a wildcard in RBAC");
     assert!(!text.contains("secrets"), "{source}: Secrets in RBAC");
     let cluster_roles = of_kind(objects, "ClusterRole");
     assert_eq!(cluster_roles.len(), 1, "{source}: one ClusterRole");
@@ -90,29 +101,49 @@ fn check_rbac(objects: &[Value], source: &str) {
     for binding in of_kind(objects, "ClusterRoleBinding").into_iter().chain(of_kind(objects, "RoleBinding")) {
         assert_eq!(binding["subjects"][0]["name"], "scheduler-sa", "{source}: {binding}");
     }
+    // Each binding grants its own role, and the Lease Role sits where the
+    // configuration puts the Lease.
+    assert_eq!(of_kind(objects, "ClusterRoleBinding")[0]["roleRef"]["name"], cluster_roles[0]["metadata"]["name"]);
+    let role_bindings = of_kind(objects, "RoleBinding");
+    assert_eq!(role_bindings.len(), 1, "{source}: one RoleBinding, for the Lease");
+    assert_eq!(role_bindings[0]["roleRef"]["name"], roles[0]["metadata"]["name"], "{source}");
+    assert_eq!(role_bindings[0]["metadata"]["namespace"], roles[0]["metadata"]["namespace"], "{source}");
+    let config = config_of(objects, source);
+    assert_eq!(roles[0]["metadata"]["namespace"], config["leaderElection"]["resourceNamespace"], "{source}");
 }
 
-/// The ConfigMap's config.yaml passes `gpu-scheduler check-config`.
-fn check_config(objects: &[Value], source: &str, lease_namespace: &str) {
+/// The parsed config.yaml of the (one) ConfigMap.
+fn config_of(objects: &[Value], source: &str) -> Value {
+    let text = of_kind(objects, "ConfigMap")
+        .first()
+        .and_then(|c| c["data"]["config.yaml"].as_str())
+        .unwrap_or_else(|| panic!("{source}: no ConfigMap with config.yaml"));
+    docs(text, source).into_iter().next().unwrap_or_else(|| panic!("{source}: empty config.yaml"))
+}
+
+/// The ConfigMap's config.yaml passes `gpu-scheduler check-config` and has
+/// leader election on, with the Lease `lease_name` in `lease_namespace`.
+fn check_config(objects: &[Value], source: &str, lease_namespace: &str, lease_name: &str) {
     let cm = of_kind(objects, "ConfigMap");
     let config = cm
         .first()
         .and_then(|c| c["data"]["config.yaml"].as_str())
         .unwrap_or_else(|| panic!("{source}: no ConfigMap with config.yaml"));
     let dir = repo().join("target/deploy-test");
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-    let file = dir.join(format!("{}.yaml", source.replace(['/', ' '], "-")));
-    std::fs::write(&file, config).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    let file = dir.join(format!("{}.yaml", source.replace(['/', ' ', '(', ')'], "-")));
+    std::fs::write(&file, config).unwrap_or_else(|e| panic!("writing {}: {e}", file.display()));
     let out = Command::new(env!("CARGO_BIN_EXE_gpu-scheduler"))
         .arg("check-config")
         .arg(&file)
         .output()
         .unwrap_or_else(|e| panic!("running check-config: {e}"));
     assert!(out.status.success(), "{source}: check-config: {}", String::from_utf8_lossy(&out.stderr));
-    let parsed = docs(config, source);
-    assert_eq!(parsed[0]["leaderElection"]["leaderElect"], true, "{source}");
-    assert_eq!(parsed[0]["leaderElection"]["resourceName"], "gpu-scheduler", "{source}");
-    assert_eq!(parsed[0]["leaderElection"]["resourceNamespace"], lease_namespace, "{source}");
+    let le = &config_of(objects, source)["leaderElection"];
+    assert_eq!(le["leaderElect"], true, "{source}");
+    assert_eq!(le["resourceLock"], "leases", "{source}");
+    assert_eq!(le["resourceName"], lease_name, "{source}");
+    assert_eq!(le["resourceNamespace"], lease_namespace, "{source}");
 }
 
 /// The hardened pod spec both forms promise.
@@ -123,13 +154,26 @@ fn check_deployment(objects: &[Value], source: &str) {
     assert_eq!(spec["replicas"], 2, "{source}");
     let pod = &spec["template"]["spec"];
     assert_eq!(pod["serviceAccountName"], "scheduler-sa", "{source}");
+    assert_eq!(pod["automountServiceAccountToken"], true, "{source}");
+    assert_eq!(pod["schedulerName"], "default-scheduler", "{source}");
+    assert_eq!(pod["terminationGracePeriodSeconds"], 40, "{source}");
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{source}");
+    assert_eq!(pod["securityContext"]["runAsUser"], 65532, "{source}");
+    assert_eq!(pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault", "{source}");
     let c = &pod["containers"][0];
     assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true, "{source}");
     assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false, "{source}");
     assert_eq!(c["securityContext"]["capabilities"]["drop"], json!(["ALL"]), "{source}");
     assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz", "{source}");
     assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz", "{source}");
+    assert_eq!(c["ports"][0]["name"], "http", "{source}");
+    assert_eq!(c["ports"][0]["containerPort"], 10251, "{source}");
+    assert_eq!(c["resources"]["requests"], json!({"cpu": "100m", "memory": "128Mi"}), "{source}");
+    assert_eq!(c["resources"]["limits"], json!({"memory": "512Mi"}), "{source}");
+    let args: Vec<&str> = c["args"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    assert_eq!(args.first(), Some(&"run"), "{source}: {args:?}");
+    assert!(args.contains(&"--config=/etc/gpu-scheduler/config.yaml"), "{source}: {args:?}");
+    assert!(!args.iter().any(|a| a.starts_with("--kubeconfig")), "{source}: in-cluster config expected");
     assert!(pod["affinity"]["podAntiAffinity"].is_object(), "{source}: replicas not spread");
 }
 
@@ -137,7 +181,7 @@ fn check_deployment(objects: &[Value], source: &str) {
 fn plain_manifests_are_least_privilege_and_valid() {
     let objects = deploy_objects();
     check_rbac(&objects, "deploy/");
-    check_config(&objects, "deploy/", "gpu-scheduler");
+    check_config(&objects, "deploy/", "gpu-scheduler", "gpu-scheduler");
     check_deployment(&objects, "deploy/");
 }
 
@@ -150,7 +194,7 @@ fn the_helm_chart_lints_and_renders_what_deploy_has() {
     expected.remove("Namespace"); // Helm installs into a namespace it is given
     assert_eq!(kinds(&objects), expected);
     check_rbac(&objects, "helm template");
-    check_config(&objects, "helm template", "sched");
+    check_config(&objects, "helm template", "sched", "gpu-scheduler");
     check_deployment(&objects, "helm template");
     for o in &objects {
         if o["metadata"]["namespace"].is_string() {
@@ -175,7 +219,26 @@ fn the_helm_chart_lints_and_renders_what_deploy_has() {
     assert_eq!(d[0]["spec"]["replicas"], 1);
     let args = d[0]["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
     assert!(args.contains("--enable-explain-endpoint"), "{args}");
-    let cm = of_kind(&objects, "ConfigMap");
-    let config = docs(cm[0]["data"]["config.yaml"].as_str().unwrap_or_default(), "config");
-    assert_eq!(config[0]["leaderElection"]["leaderElect"], false);
+    assert_eq!(config_of(&objects, "helm template (single)")["leaderElection"]["leaderElect"], false);
+
+    // More than one replica without leader election would schedule twice.
+    let out = helm_output(&["template", "t", "deploy/helm/gpu-scheduler", "--set", "leaderElection.enabled=false"]);
+    assert!(!out.status.success(), "two replicas without leader election rendered");
+
+    // A Lease in another namespace: the Role and its binding follow it.
+    let moved = helm(&[
+        "template",
+        "t",
+        "deploy/helm/gpu-scheduler",
+        "--namespace",
+        "sched",
+        "--set",
+        "config.leaderElection.resourceNamespace=leases,config.leaderElection.resourceName=gs",
+    ]);
+    let objects = docs(&moved, "helm template (moved lease)");
+    check_config(&objects, "helm template (moved lease)", "leases", "gs");
+    let role = of_kind(&objects, "Role");
+    assert_eq!(role[0]["metadata"]["namespace"], "leases");
+    assert_eq!(role[0]["rules"][1]["resourceNames"], json!(["gs"]));
+    assert_eq!(of_kind(&objects, "RoleBinding")[0]["metadata"]["namespace"], "leases");
 }

@@ -21,15 +21,20 @@ app.kubernetes.io/component: scheduler
 {{- $le.resourceName | default "gpu-scheduler" -}}
 {{- end -}}
 
+{{/* The Lease's namespace: the release's unless the config names another.
+The leader-election Role and RoleBinding go there. */}}
+{{- define "gpu-scheduler.leaseNamespace" -}}
+{{- $le := .Values.config.leaderElection | default dict -}}
+{{- $le.resourceNamespace | default .Release.Namespace -}}
+{{- end -}}
+
 {{/* The configuration file, with leader election filled from the release. */}}
 {{- define "gpu-scheduler.config" -}}
 {{- $cfg := deepCopy .Values.config -}}
 {{- $le := get $cfg "leaderElection" | default dict -}}
 {{- $_ := set $le "leaderElect" .Values.leaderElection.enabled -}}
 {{- $_ := set $le "resourceName" (include "gpu-scheduler.lease" .) -}}
-{{- if not (get $le "resourceNamespace") -}}
-{{- $_ := set $le "resourceNamespace" .Release.Namespace -}}
-{{- end -}}
+{{- $_ := set $le "resourceNamespace" (include "gpu-scheduler.leaseNamespace" .) -}}
 {{- $_ := set $cfg "leaderElection" $le -}}
 {{- toYaml $cfg -}}
 {{- end -}}
