@@ -158,17 +158,34 @@ async fn create_nodes(client: &Client, n: usize) -> Result<()> {
                         "conditions": [{"type": "Ready", "status": "True"}]
                     }
                 }))?;
-                api.create(&PostParams::default(), &node).await.map(|_| ()).or_else(|e| match e {
-                    kube::Error::Api(s) if s.code == 409 => Ok(()),
-                    e => Err(e),
-                })?;
-                anyhow::Ok(())
+                create(&api, &node).await
             }
         })
         .buffer_unordered(IN_FLIGHT)
         .try_collect::<Vec<()>>()
         .await?;
     Ok(())
+}
+
+/// Creates `obj`, retrying a few times when the connection fails (an
+/// overloaded API server drops some); one that exists already counts.
+async fn create<K>(api: &Api<K>, obj: &K) -> Result<()>
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
+{
+    let mut attempt = 0;
+    loop {
+        match api.create(&PostParams::default(), obj).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code != 429 && s.code < 500 => return Err(kube::Error::Api(s).into()),
+            Err(e) if attempt >= 5 => return Err(e.into()),
+            Err(_) => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
+            }
+        }
+    }
 }
 
 fn pod(name: &str, scheduler: &str) -> Result<Pod> {
@@ -266,7 +283,8 @@ fn start_kube_scheduler(cluster: &ClusterGuard, scheduler: &str) -> Result<Proce
 }
 
 /// The ceiling: bind each pending pod of `namespace` to the next node in
-/// turn and record one Scheduled Event, as fast as the API server takes it.
+/// turn (64 bindings in flight) and record one Scheduled Event beside it,
+/// as fast as the API server takes them.
 fn start_ceiling(client: &Client, namespace: &str, scheduler: &str, nodes: usize) -> tokio::task::JoinHandle<()> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let events: Api<Event> = Api::namespaced(client.clone(), namespace);
@@ -322,7 +340,10 @@ fn start_ceiling(client: &Client, namespace: &str, scheduler: &str, nodes: usize
                         }),
                         ..Default::default()
                     };
-                    let _ = events.create(&PostParams::default(), &ev).await;
+                    // Off the binding path, as a scheduler sends its Events.
+                    tokio::spawn(async move {
+                        let _ = events.create(&PostParams::default(), &ev).await;
+                    });
                 }
             })
             .await;
@@ -373,8 +394,7 @@ async fn contender(args: &Args, cluster: &ClusterGuard, client: &Client, name: &
                 let name = format!("p-{i:06}");
                 let p = pod(&name, &scheduler)?;
                 created.lock().unwrap_or_else(|e| e.into_inner()).insert(name, Instant::now());
-                pods.create(&PostParams::default(), &p).await?;
-                anyhow::Ok(())
+                create(&pods, &p).await
             }
         })
         .buffer_unordered(IN_FLIGHT)
