@@ -107,6 +107,12 @@ fn deployed_replicas_fail_over() {
     c.kubectl_in(&["create", "-f", "-"], &nodes);
     c.kubectl(&["create", "namespace", "burst"]);
 
+    // The pods exist before any replica runs: the leader's binding rate
+    // (the deployed qps of 50) then sets the pace, not how fast they are
+    // created, and the kill lands mid-burst on any machine.
+    let pods: String =
+        (0..500).map(|i| pod_yaml(&format!("p{i:03}"), "gpu-scheduler", &[("app", "burst")], "cpu: 100m", 0)).collect();
+    c.kubectl_in(&["create", "-n", "burst", "-f", "-"], &pods);
     let a = c.start_scheduler_as(&kubeconfig, &config, "replica-a", &c.dir.join("replica-a.log"), &[]);
     let b = c.start_scheduler_as(&kubeconfig, &config, "replica-b", &c.dir.join("replica-b.log"), &[]);
     let first = wait_for(60, "a leader", || Some(lease_holder(&c)).filter(|h| !h.is_empty()));
@@ -116,9 +122,6 @@ fn deployed_replicas_fail_over() {
     });
     assert_eq!(sample(&follower.get("/metrics").1, "gpu_scheduler_leader "), 0.0);
 
-    let pods: String =
-        (0..500).map(|i| pod_yaml(&format!("p{i:03}"), "gpu-scheduler", &[("app", "burst")], "cpu: 100m", 0)).collect();
-    c.kubectl_in(&["create", "-n", "burst", "-f", "-"], &pods);
     wait_for(120, "the leader binding pods", || (bound(&c, "burst") >= 50).then_some(()));
     leader.kill();
     let killed = Instant::now();
