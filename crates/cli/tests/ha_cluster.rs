@@ -56,10 +56,6 @@ fn lease_holder(c: &Cluster) -> String {
         .unwrap_or_default()
 }
 
-fn bound(c: &Cluster, ns: &str) -> usize {
-    c.placements(ns).iter().filter(|(_, n)| !n.is_empty()).count()
-}
-
 /// The value of one sample in Prometheus text, 0 when absent.
 fn sample(metrics: &str, name_and_labels: &str) -> f64 {
     metrics.lines().find_map(|l| l.strip_prefix(name_and_labels).and_then(|v| v.trim().parse().ok())).unwrap_or(0.0)
@@ -122,13 +118,13 @@ fn deployed_replicas_fail_over() {
     });
     assert_eq!(sample(&follower.get("/metrics").1, "gpu_scheduler_leader "), 0.0);
 
-    wait_for(120, "the leader binding pods", || (bound(&c, "burst") >= 50).then_some(()));
+    wait_for(120, "the leader binding pods", || (c.bound_count("burst") >= 50).then_some(()));
     leader.kill();
     let killed = Instant::now();
     // Bindings the dead leader had sent land within moments; nothing
     // binds after that until the follower leads (at least 13 s later).
     std::thread::sleep(Duration::from_secs(1));
-    let bound_by_first = bound(&c, "burst");
+    let bound_by_first = c.bound_count("burst");
     assert!(bound_by_first < 500, "the burst finished before the kill");
 
     let holder = wait_for(60, "the follower taking the Lease", || {
@@ -139,9 +135,8 @@ fn deployed_replicas_fail_over() {
     println!("takeover after kill -9: {:.1} s (lease 15 s, retry 2 s)", takeover.as_secs_f64());
     assert!(!holder.starts_with(first.split('_').next().unwrap_or_default()), "{holder} vs {first}");
 
-    wait_for(300, "all 500 pods bound", || (bound(&c, "burst") == 500).then_some(()));
-    let events = c.scheduled_events("burst");
-    let twice: Vec<_> = events.iter().filter(|(_, n)| **n > 1).collect();
+    wait_for(300, "all 500 pods bound", || (c.bound_count("burst") == 500).then_some(()));
+    let twice = c.scheduled_twice("burst");
     assert!(twice.is_empty(), "pods reported scheduled more than once: {twice:?}");
 
     // The survivor's metrics count exactly what it did (gauges are

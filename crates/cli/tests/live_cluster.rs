@@ -244,18 +244,17 @@ fn killed_and_restarted(c: &Cluster) {
     c.kubectl_in(&["create", "-n", "restart", "-f", "-"], &pods);
     let mut first = c.start_scheduler(&config, &c.dir.join("restart-scheduler-1.log"));
     wait_for(120, "some pods bound by the first scheduler", || {
-        let n = c.placements("restart").iter().filter(|(_, n)| !n.is_empty()).count();
+        let n = c.bound_count("restart");
         (n >= 20).then_some(())
     });
     first.kill();
-    let bound_before = c.placements("restart").iter().filter(|(_, n)| !n.is_empty()).count();
+    let bound_before = c.bound_count("restart");
     assert!(bound_before < 300, "the burst finished before the kill; nothing to resume");
 
     let mut second = c.start_scheduler(&config, &c.dir.join("restart-scheduler-2.log"));
     wait_for(300, "all 300 pods bound after the restart", || all_bound(c, "restart", 300));
     assert!(second.terminate().success());
-    let events = c.scheduled_events("restart");
-    let twice: Vec<_> = events.iter().filter(|(_, n)| **n > 1).collect();
+    let twice = c.scheduled_twice("restart");
     assert!(twice.is_empty(), "pods reported scheduled more than once: {twice:?}");
     let log = second.log_text();
     assert!(!log.contains("binding failed"), "the restarted scheduler re-bound a pod:\n{log}");
@@ -274,11 +273,11 @@ fn surviving_an_api_server_restart() {
     c.kubectl_in(&["create", "-n", "burst", "-f", "-"], &pods);
     let mut sched = c.start_scheduler(&config, &c.dir.join("scheduler.log"));
     wait_for(120, "some pods bound", || {
-        let n = c.placements("burst").iter().filter(|(_, n)| !n.is_empty()).count();
+        let n = c.bound_count("burst");
         (n >= 20).then_some(())
     });
     c.restart_apiserver();
-    let bound_at_restart = c.placements("burst").iter().filter(|(_, n)| !n.is_empty()).count();
+    let bound_at_restart = c.bound_count("burst");
     assert!(bound_at_restart < 300, "the burst finished before the restart");
     // More pods after the restart: the watches must have come back.
     let more: String =
@@ -287,7 +286,6 @@ fn surviving_an_api_server_restart() {
     wait_for(300, "all 350 pods bound after the restart", || all_bound(&c, "burst", 350));
     let status = sched.terminate();
     assert!(status.success(), "{status:?}:\n{}", sched.log_text());
-    let events = c.scheduled_events("burst");
-    let twice: Vec<_> = events.iter().filter(|(_, n)| **n > 1).collect();
+    let twice = c.scheduled_twice("burst");
     assert!(twice.is_empty(), "pods reported scheduled more than once: {twice:?}");
 }

@@ -69,14 +69,14 @@ where
     let bound = watcher::Config::default().fields(&format!("spec.nodeName!=,{NOT_FINISHED}"));
     spawn(Api::<K8sPod>::all(client.clone()), bound, Source::BoundPods, tx.clone(), pod_change);
     // Field selectors cannot say "one of these names": one watch per name.
+    let mut sources = vec![Source::Nodes, Source::Namespaces, Source::BoundPods];
     let names: HashSet<&String> = scheduler_names.iter().collect();
     for name in names {
         let pending =
             watcher::Config::default().fields(&format!("spec.schedulerName={name},spec.nodeName=,{NOT_FINISHED}"));
         spawn(Api::<K8sPod>::all(client.clone()), pending, Source::PendingPods, tx.clone(), pod_change);
+        sources.push(Source::PendingPods);
     }
-    let mut sources = vec![Source::Nodes, Source::Namespaces, Source::BoundPods];
-    sources.extend(scheduler_names.iter().collect::<HashSet<_>>().iter().map(|_| Source::PendingPods));
     sources
 }
 

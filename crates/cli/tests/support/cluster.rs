@@ -133,6 +133,16 @@ impl Cluster {
         items(&list).iter().map(|p| (s(&p["metadata"]["name"]), s(&p["spec"]["nodeName"]))).collect()
     }
 
+    /// How many pods of a namespace are bound.
+    pub fn bound_count(&self, namespace: &str) -> usize {
+        self.placements(namespace).iter().filter(|(_, n)| !n.is_empty()).count()
+    }
+
+    /// Pods of a namespace reported scheduled more than once, with the count.
+    pub fn scheduled_twice(&self, namespace: &str) -> Vec<(String, u64)> {
+        self.scheduled_events(namespace).into_iter().filter(|(_, n)| *n > 1).collect()
+    }
+
     /// `Scheduled` Events (events.k8s.io/v1) of a namespace: pod name →
     /// how many times it was reported scheduled (an Event series counts
     /// its repetitions).
