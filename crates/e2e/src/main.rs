@@ -9,6 +9,11 @@
 //! creation-to-bound latency p50/p99 (as this client observes creation and
 //! the bound pod's watch event), and the scheduler process's peak RSS and
 //! CPU seconds. Writes target/bench/e2e-N-M.json, .md and .svg.
+//!
+//! `--workload mixed` runs a GPU cluster of ours instead (workload.rs) and
+//! adds placement quality; its results are target/bench/e2e-mixed-N-M.*.
+
+mod workload;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -26,6 +31,7 @@ use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client, Config};
 use serde_json::json;
+use workload::{Placement, Workload, node_name, pod_name};
 
 /// Client limits for every client of the run, as scheduler_perf sets them.
 const CLIENT_QPS: u32 = 5000;
@@ -38,6 +44,9 @@ struct Args {
     nodes: usize,
     #[arg(long)]
     pods: usize,
+    /// What to schedule: scheduler_perf's SchedulingBasic, or a mixed GPU cluster.
+    #[arg(long, value_enum, default_value = "basic")]
+    workload: Workload,
     /// Contenders to run, in order.
     #[arg(long, value_delimiter = ',', default_value = "gpu-scheduler,kube-scheduler,ceiling")]
     only: Vec<String>,
@@ -63,11 +72,15 @@ struct Run {
     cpu_s: Option<f64>,
     /// Seconds since the first creation at which each pod was bound, sorted.
     bound_at: Vec<f64>,
+    /// How well the mixed workload was placed (not for the ceiling, which
+    /// places round-robin).
+    placement: Option<Placement>,
 }
 
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
+    args.workload.check(args.nodes, args.pods)?;
     let repo = std::env::current_dir()?;
     let cluster_dir = repo.join(&args.out).join("cluster");
     std::fs::create_dir_all(&cluster_dir)?;
@@ -75,7 +88,7 @@ async fn main() -> Result<()> {
     let client = client(&cluster.kubeconfig).await?;
 
     eprintln!("creating {} nodes", args.nodes);
-    create_nodes(&client, args.nodes).await?;
+    create_nodes(&client, args.workload, args.nodes).await?;
 
     let mut runs = Vec::new();
     for name in &args.only {
@@ -92,6 +105,9 @@ async fn main() -> Result<()> {
             run.peak_rss_mib.map_or("-".into(), |m| format!("{m:.0} MiB")),
             run.cpu_s.map_or("-".into(), |c| format!("{c:.1} s")),
         );
+        if let Some(p) = &run.placement {
+            eprintln!("   placement: {}", p.json());
+        }
         runs.push(run);
     }
     write_results(&args, &runs)?;
@@ -143,23 +159,13 @@ impl Drop for ClusterGuard {
     }
 }
 
-async fn create_nodes(client: &Client, n: usize) -> Result<()> {
+async fn create_nodes(client: &Client, workload: Workload, n: usize) -> Result<()> {
     let api: Api<Node> = Api::all(client.clone());
+    let now = jiff::Timestamp::now();
     futures::stream::iter(0..n)
         .map(|i| {
             let api = api.clone();
-            async move {
-                let node: Node = serde_json::from_value(json!({
-                    "metadata": {"name": format!("node-{i:05}"), "labels": {"kubernetes.io/hostname": format!("node-{i:05}")}},
-                    "status": {
-                        "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
-                        "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
-                        "phase": "Running",
-                        "conditions": [{"type": "Ready", "status": "True"}]
-                    }
-                }))?;
-                create(&api, &node).await
-            }
+            async move { create(&api, &workload.node(i, now)?).await }
         })
         .buffer_unordered(IN_FLIGHT)
         .try_collect::<Vec<()>>()
@@ -186,17 +192,6 @@ where
             }
         }
     }
-}
-
-fn pod(name: &str, scheduler: &str) -> Result<Pod> {
-    Ok(serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {
-            "schedulerName": scheduler,
-            "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
-                "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}}}]
-        }
-    }))?)
 }
 
 /// A scheduler process, and how to read its cost.
@@ -302,7 +297,7 @@ fn start_ceiling(client: &Client, namespace: &str, scheduler: &str, nodes: usize
                 let (pods, events, next) = (pods.clone(), events.clone(), next.clone());
                 async move {
                     let name = p.metadata.name.clone().unwrap_or_default();
-                    let node = format!("node-{:05}", next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % nodes);
+                    let node = node_name(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % nodes);
                     let binding = Binding {
                         metadata: ObjectMeta {
                             name: Some(name.clone()),
@@ -365,11 +360,11 @@ async fn contender(args: &Args, cluster: &ClusterGuard, client: &Client, name: &
     };
 
     // Warm up: one pod bound means the contender has synced and decides.
-    pods.create(&PostParams::default(), &pod("warmup", &scheduler)?).await?;
+    pods.create(&PostParams::default(), &Workload::Basic.pod(0, "warmup", &scheduler)?).await?;
     wait_bound(&pods, 1, Duration::from_secs(120)).await.context("warm-up pod not bound")?;
 
     // Watch bindings; then create the pods, as fast as the API server takes them.
-    let bound: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let bound: Arc<Mutex<HashMap<String, (Instant, String)>>> = Arc::default();
     let watch = {
         let bound = bound.clone();
         let pods = pods.clone();
@@ -377,10 +372,14 @@ async fn contender(args: &Args, cluster: &ClusterGuard, client: &Client, name: &
             let mut stream = watcher(pods, watcher::Config::default()).boxed();
             while let Some(e) = stream.next().await {
                 if let Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) = e
-                    && p.spec.as_ref().is_some_and(|s| s.node_name.is_some())
+                    && let Some(node) = p.spec.and_then(|s| s.node_name)
                 {
                     let name = p.metadata.name.unwrap_or_default();
-                    bound.lock().unwrap_or_else(|e| e.into_inner()).entry(name).or_insert_with(Instant::now);
+                    bound
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .entry(name)
+                        .or_insert_with(|| (Instant::now(), node));
                 }
             }
         })
@@ -391,8 +390,8 @@ async fn contender(args: &Args, cluster: &ClusterGuard, client: &Client, name: &
         .map(|i| {
             let (pods, created, scheduler) = (pods.clone(), created.clone(), scheduler.clone());
             async move {
-                let name = format!("p-{i:06}");
-                let p = pod(&name, &scheduler)?;
+                let name = pod_name(i);
+                let p = args.workload.pod(i, &name, &scheduler)?;
                 created.lock().unwrap_or_else(|e| e.into_inner()).insert(name, Instant::now());
                 create(&pods, &p).await
             }
@@ -425,7 +424,7 @@ async fn contender(args: &Args, cluster: &ClusterGuard, client: &Client, name: &
     let mut latencies: Vec<f64> = Vec::with_capacity(args.pods);
     let mut bound_at: Vec<f64> = Vec::with_capacity(args.pods);
     for (name, c) in &created {
-        if let Some(b) = bound.get(name) {
+        if let Some((b, _)) = bound.get(name) {
             latencies.push(b.saturating_duration_since(*c).as_secs_f64() * 1000.0);
             bound_at.push(b.saturating_duration_since(start).as_secs_f64());
         }
@@ -441,6 +440,10 @@ async fn contender(args: &Args, cluster: &ClusterGuard, client: &Client, name: &
         peak_rss_mib,
         cpu_s,
         bound_at,
+        placement: (args.workload == Workload::Mixed && name != "ceiling").then(|| {
+            let on: HashMap<String, String> = bound.into_iter().map(|(pod, (_, node))| (pod, node)).collect();
+            args.workload.placement(&on)
+        }),
     };
 
     // The next contender starts without these pods. Without kubelets a
@@ -483,13 +486,22 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 
 fn write_results(args: &Args, runs: &[Run]) -> Result<()> {
     std::fs::create_dir_all(&args.out)?;
-    let stem = args.out.join(format!("e2e-{}-{}", args.nodes, args.pods));
+    let workload = match args.workload {
+        Workload::Basic => "",
+        Workload::Mixed => "mixed-",
+    };
+    let stem = args.out.join(format!("e2e-{workload}{}-{}", args.nodes, args.pods));
     let figures = |r: &Run| {
-        json!({"pods_per_s": r.pods_per_s, "p50_ms": r.p50_ms, "p99_ms": r.p99_ms,
-               "peak_rss_mib": r.peak_rss_mib, "cpu_s": r.cpu_s})
+        let mut f = json!({"pods_per_s": r.pods_per_s, "p50_ms": r.p50_ms, "p99_ms": r.p99_ms,
+               "peak_rss_mib": r.peak_rss_mib, "cpu_s": r.cpu_s});
+        if let Some(p) = &r.placement {
+            f["placement"] = p.json();
+        }
+        f
     };
     let by = |n: &str| runs.iter().find(|r| r.name == n);
-    let mut out = json!({"nodes": args.nodes, "pods": args.pods});
+    let mut out =
+        json!({"workload": format!("{:?}", args.workload).to_lowercase(), "nodes": args.nodes, "pods": args.pods});
     if let Some(r) = by("gpu-scheduler") {
         out["gpu_scheduler"] = figures(r);
     }
@@ -507,13 +519,18 @@ fn write_results(args: &Args, runs: &[Run]) -> Result<()> {
     }
     std::fs::write(stem.with_extension("json"), serde_json::to_string_pretty(&out)? + "\n")?;
 
+    let mixed = args.workload == Workload::Mixed;
     let mut md = format!(
-        "# {} nodes, {} pods\n\n| contender | pods/s | p50 ms | p99 ms | peak RSS MiB | CPU s |\n|---|---:|---:|---:|---:|---:|\n",
-        args.nodes, args.pods
+        "# {}{} nodes, {} pods\n\n| contender | pods/s | p50 ms | p99 ms | peak RSS MiB | CPU s |{}\n|---|---:|---:|---:|---:|---:|{}\n",
+        if mixed { "Mixed GPU cluster: " } else { "" },
+        args.nodes,
+        args.pods,
+        if mixed { " GPU pods on preferred model | CPU pods on GPU nodes | pods on flagged nodes |" } else { "" },
+        if mixed { "---:|---:|---:|" } else { "" },
     );
     for r in runs {
         md += &format!(
-            "| {} | {:.0} | {:.0} | {:.0} | {} | {} |\n",
+            "| {} | {:.0} | {:.0} | {:.0} | {} | {} |",
             r.name,
             r.pods_per_s,
             r.p50_ms,
@@ -521,6 +538,20 @@ fn write_results(args: &Args, runs: &[Run]) -> Result<()> {
             r.peak_rss_mib.map_or("-".into(), |v| format!("{v:.0}")),
             r.cpu_s.map_or("-".into(), |v| format!("{v:.1}")),
         );
+        if mixed {
+            md += &match &r.placement {
+                Some(p) => format!(
+                    " {} of {} | {} of {} | {} |",
+                    p.gpu_pods_on_preferred_model,
+                    p.gpu_pods,
+                    p.cpu_pods_on_gpu_nodes,
+                    p.cpu_pods,
+                    p.pods_on_flagged_nodes
+                ),
+                None => " - | - | - |".into(),
+            };
+        }
+        md += "\n";
     }
     std::fs::write(stem.with_extension("md"), md)?;
     std::fs::write(stem.with_extension("svg"), svg(args, runs))?;
@@ -537,10 +568,11 @@ fn svg(args: &Args, runs: &[Run]) -> String {
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
          <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <text x=\"{pad}\" y=\"20\">Pods bound over time: {} nodes, {} pods</text>\n\
+         <text x=\"{pad}\" y=\"20\">Pods bound over time: {}{} nodes, {} pods</text>\n\
          <line x1=\"{pad}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n\
          <line x1=\"{pad}\" y1=\"{pad}\" x2=\"{pad}\" y2=\"{}\" stroke=\"black\"/>\n\
          <text x=\"{}\" y=\"{}\">{t_max:.1} s</text>\n<text x=\"5\" y=\"{}\">{}</text>\n",
+        if args.workload == Workload::Mixed { "mixed GPU cluster, " } else { "" },
         args.nodes,
         args.pods,
         h - pad,
