@@ -35,6 +35,9 @@ use workload::{Placement, Workload, node_name, pod_name};
 
 /// Client limits for every client of the run, as scheduler_perf sets them.
 const CLIENT_QPS: u32 = 5000;
+/// Quiet time after the nodes are created and between contenders, so that
+/// no contender pays for another's clean-up.
+const SETTLE: Duration = Duration::from_secs(10);
 /// Requests the harness keeps in flight when creating or binding.
 const IN_FLIGHT: usize = 64;
 
@@ -70,6 +73,9 @@ struct Run {
     p99_ms: f64,
     peak_rss_mib: Option<f64>,
     cpu_s: Option<f64>,
+    /// Seconds from the first creation to the last (how fast the API
+    /// server took the pods while this contender scheduled them).
+    created_s: f64,
     /// Seconds since the first creation at which each pod was bound, sorted.
     bound_at: Vec<f64>,
     /// How well the mixed workload was placed (not for the ceiling, which
@@ -89,6 +95,8 @@ async fn main() -> Result<()> {
 
     eprintln!("creating {} nodes", args.nodes);
     create_nodes(&client, args.workload, args.nodes).await?;
+    // The controllers react to new nodes; let that pass before measuring.
+    tokio::time::sleep(SETTLE).await;
 
     let mut runs = Vec::new();
     for name in &args.only {
@@ -98,8 +106,9 @@ async fn main() -> Result<()> {
             other => bail!("unknown contender {other:?} (gpu-scheduler, kube-scheduler, ceiling)"),
         };
         eprintln!(
-            "   {:.0} pods/s, p50 {:.0} ms, p99 {:.0} ms, peak RSS {}, CPU {}",
+            "   {:.0} pods/s (all created in {:.1} s), p50 {:.0} ms, p99 {:.0} ms, peak RSS {}, CPU {}",
             run.pods_per_s,
+            run.created_s,
             run.p50_ms,
             run.p99_ms,
             run.peak_rss_mib.map_or("-".into(), |m| format!("{m:.0} MiB")),
@@ -399,6 +408,7 @@ async fn contender(args: &Args, cluster: &ClusterGuard, client: &Client, name: &
         .buffer_unordered(IN_FLIGHT)
         .try_collect::<Vec<()>>()
         .await?;
+    let created_s = start.elapsed().as_secs_f64();
     let deadline = Instant::now() + Duration::from_secs(args.timeout_s);
     loop {
         let n = bound.lock().unwrap_or_else(|e| e.into_inner()).keys().filter(|k| k.starts_with("p-")).count();
@@ -439,6 +449,7 @@ async fn contender(args: &Args, cluster: &ClusterGuard, client: &Client, name: &
         p99_ms: percentile(&latencies, 0.99),
         peak_rss_mib,
         cpu_s,
+        created_s,
         bound_at,
         placement: (args.workload == Workload::Mixed && name != "ceiling").then(|| {
             let on: HashMap<String, String> = bound.into_iter().map(|(pod, (_, node))| (pod, node)).collect();
@@ -451,13 +462,15 @@ async fn contender(args: &Args, cluster: &ClusterGuard, client: &Client, name: &
     let now = DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
     pods.delete_collection(&now, &ListParams::default()).await?;
     ns.delete(&namespace, &DeleteParams::default()).await?;
-    let all_pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
-    for _ in 0..600 {
-        if all_pods.list(&ListParams::default().limit(1)).await.map_or(true, |l| l.items.is_empty()) {
+    // The namespace is gone once its pods and Events are: the next
+    // contender then does not share the API server with that clean-up.
+    for _ in 0..1200 {
+        if matches!(ns.get_opt(&namespace).await, Ok(None)) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    tokio::time::sleep(SETTLE).await;
     Ok(run)
 }
 
@@ -493,7 +506,7 @@ fn write_results(args: &Args, runs: &[Run]) -> Result<()> {
     let stem = args.out.join(format!("e2e-{workload}{}-{}", args.nodes, args.pods));
     let figures = |r: &Run| {
         let mut f = json!({"pods_per_s": r.pods_per_s, "p50_ms": r.p50_ms, "p99_ms": r.p99_ms,
-               "peak_rss_mib": r.peak_rss_mib, "cpu_s": r.cpu_s});
+               "peak_rss_mib": r.peak_rss_mib, "cpu_s": r.cpu_s, "created_s": r.created_s});
         if let Some(p) = &r.placement {
             f["placement"] = p.json();
         }
