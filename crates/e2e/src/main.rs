@@ -188,11 +188,26 @@ async fn create<K>(api: &Api<K>, obj: &K) -> Result<()>
 where
     K: kube::Resource + Clone + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
 {
+    let post = PostParams::default();
+    match retrying(|| api.create(&post, obj)).await {
+        Ok(_) => Ok(()),
+        Err(e) if matches!(e.downcast_ref::<kube::Error>(), Some(kube::Error::Api(s)) if s.code == 409) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Runs a request again when the connection fails or the API server is
+/// overloaded (it drops some connections after a burst); other errors
+/// return at once.
+async fn retrying<T, F, Fut>(mut call: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = kube::Result<T>>,
+{
     let mut attempt = 0;
     loop {
-        match api.create(&PostParams::default(), obj).await {
-            Ok(_) => return Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 409 => return Ok(()),
+        match call().await {
+            Ok(v) => return Ok(v),
             Err(kube::Error::Api(s)) if s.code != 429 && s.code < 500 => return Err(kube::Error::Api(s).into()),
             Err(e) if attempt >= 5 => return Err(e.into()),
             Err(_) => {
@@ -460,8 +475,10 @@ async fn contender(args: &Args, cluster: &ClusterGuard, client: &Client, name: &
     // The next contender starts without these pods. Without kubelets a
     // graceful deletion never completes: delete them at once.
     let now = DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
-    pods.delete_collection(&now, &ListParams::default()).await?;
-    ns.delete(&namespace, &DeleteParams::default()).await?;
+    let all = ListParams::default();
+    retrying(|| pods.delete_collection(&now, &all)).await?;
+    let delete = DeleteParams::default();
+    retrying(|| ns.delete(&namespace, &delete)).await?;
     // The namespace is gone once its pods and Events are: the next
     // contender then does not share the API server with that clean-up.
     for _ in 0..1200 {
@@ -476,8 +493,9 @@ async fn contender(args: &Args, cluster: &ClusterGuard, client: &Client, name: &
 
 async fn wait_bound(pods: &Api<Pod>, n: usize, within: Duration) -> Result<()> {
     let deadline = Instant::now() + within;
+    let all = ListParams::default();
     loop {
-        let list = pods.list(&ListParams::default()).await?;
+        let list = retrying(|| pods.list(&all)).await?;
         let bound = list.items.iter().filter(|p| p.spec.as_ref().is_some_and(|s| s.node_name.is_some())).count();
         if bound >= n {
             return Ok(());
