@@ -27,8 +27,9 @@ type Scenario = fn(&Cluster);
 #[test]
 fn scheduling_a_live_cluster() {
     let c = Cluster::up("main");
-    let scenarios: [(&str, Scenario); 4] = [
+    let scenarios: [(&str, Scenario); 5] = [
         ("policy placement", policy_placement),
+        ("CEL rules from the config", cel_rules),
         ("snapshot and simulate agree with the live run", snapshot_agrees_with_live_run),
         ("a 1,000-pod burst", burst_of_a_thousand),
         ("killed and restarted", killed_and_restarted),
@@ -135,6 +136,44 @@ fn policy_placement(c: &Cluster) {
     let log = sched.log_text();
     assert!(status.success(), "exit status {status:?} after SIGTERM:\n{log}");
     assert!(log.contains("waiting=1 "), "only the impossible pod should wait at the end:\n{log}");
+}
+
+/// A team's own rules as CEL in the config: a filter keeps each team's
+/// pods on its nodes, a score prefers rack r1; a pod of a team with no
+/// nodes is refused with the rule's message.
+fn cel_rules(c: &Cluster) {
+    let nodes = [
+        node_yaml("cel-r1", &[("pool", "cel"), ("team", "ml"), ("rack", "r1")], 8, 32, 0, &[]),
+        node_yaml("cel-r2", &[("pool", "cel"), ("team", "ml"), ("rack", "r2"), ("disk-type", "ssd")], 8, 32, 0, &[]),
+        node_yaml("cel-web", &[("pool", "cel"), ("team", "web"), ("rack", "r1")], 8, 32, 0, &[]),
+    ]
+    .concat();
+    setup(c, "cel", &nodes);
+    let rules = "  plugins:\n    multiPoint:\n      enabled:\n      - {name: CelRules, weight: 5}\n  pluginConfig:\n  - name: CelRules\n    args:\n      rules:\n      - name: own-team\n        filter: \"node.labels[?'team'].orValue('') == pod.labels[?'team'].orValue('')\"\n        message: node(s) belong to another team\n      - name: rack-r1\n        score: \"node.labels[?'rack'].orValue('') == 'r1' ? 100 : 0\"\n";
+    let config = c.file("cel-config.yaml", &(config_yaml("gs-cel", "cel", 50, 100) + rules));
+    let mut sched = c.start_scheduler(&config, &c.dir.join("cel-scheduler.log"));
+    let pods = [
+        pod_yaml("ml", "gs-cel", &[("team", "ml")], "cpu: 1", 0),
+        pod_yaml("web", "gs-cel", &[("team", "web")], "cpu: 1", 0),
+        pod_yaml("ops", "gs-cel", &[("team", "ops")], "cpu: 1", 0),
+    ]
+    .concat();
+    c.kubectl_in(&["create", "-n", "cel", "-f", "-"], &pods);
+    let placed = wait_for(60, "ml and web bound", || {
+        let p: HashMap<String, String> = c.placements("cel").into_iter().collect();
+        ["ml", "web"].iter().all(|n| p.get(*n).is_some_and(|v| !v.is_empty())).then_some(p)
+    });
+    // cel-r2 has an SSD (DiskType's bonus) but the rule's r1 weighs more.
+    assert_eq!(placed["ml"], "cel-r1");
+    assert_eq!(placed["web"], "cel-web");
+    let describe = wait_for(60, "FailedScheduling on ops", || {
+        let d = c.kubectl(&["describe", "pod", "ops", "-n", "cel"]);
+        d.contains("FailedScheduling").then_some(d)
+    });
+    // The other scenarios' nodes are counted too, outside this pool.
+    assert!(describe.contains(" 3 node(s) belong to another team."), "{describe}");
+    let status = sched.terminate();
+    assert!(status.success(), "exit status {status:?}:\n{}", sched.log_text());
 }
 
 /// What-if on a real cluster: the snapshot's simulation places a pending

@@ -351,6 +351,21 @@ fn check_config_rejects_bad_configs_naming_the_field() {
                 .into(),
             "profiles[0].pluginConfig[0].args.scoringStrategy.type",
         ),
+        (
+            "CEL rule with a syntax error",
+            "profiles:\n- pluginConfig:\n  - name: CelRules\n    args:\n      rules:\n      - {name: ok, filter: 'true'}\n      - {name: broken, filter: \"node.labels[\"}\n".into(),
+            "profiles[0].pluginConfig[0].args.rules[1].filter: rule \"broken\": syntax error at line 1, column",
+        ),
+        (
+            "CEL rule with a type error",
+            "profiles:\n- pluginConfig:\n  - name: CelRules\n    args:\n      rules:\n      - {name: typed, score: \"node.name * 2\"}\n".into(),
+            "profiles[0].pluginConfig[0].args.rules[0].score: rule \"typed\": type error",
+        ),
+        (
+            "CEL rule naming an unknown variable",
+            "profiles:\n- pluginConfig:\n  - name: CelRules\n    args:\n      rules:\n      - {name: typo, filter: \"nodes.name == 'x'\"}\n".into(),
+            "rule \"typo\": type error at line 1, column 1: Undeclared reference to 'nodes'",
+        ),
     ];
     for (i, (name, body, path)) in cases.iter().enumerate() {
         let file = write(&dir, &format!("bad-{i}.yaml"), &format!("{CONFIG_HEAD}{body}"));
@@ -562,4 +577,32 @@ fn report_does_not_depend_on_thread_count() {
     assert_eq!(placements(&v).len(), 210);
     assert!(placements(&v).iter().any(|p| p["node"].is_null()), "some pods should not fit");
     assert_eq!(one, run_with("4"), "1 thread vs 4 threads");
+}
+
+/// examples/cel-rules-config.yaml writes the built-in Maintenance and
+/// DiskType plugins as two CEL rules: the same placements as the default
+/// profile, and `--explain` shows each rule's value on each node.
+#[test]
+fn cel_rules_example_places_like_the_builtin_plugins() {
+    let config = ["--config", "examples/cel-rules-config.yaml"];
+    let nodes = |v: &Value| placements(v).iter().map(|p| (p["pod"].clone(), p["node"].clone())).collect::<Vec<_>>();
+    let cel = simulate_json(&config, &[EXAMPLE]);
+    assert_eq!(nodes(&cel), nodes(&simulate_json(&[], &[EXAMPLE])));
+    // The maintenance node (cpu-b2) gets no pod.
+    assert!(placements(&cel).iter().all(|p| p["node"] != "cpu-b2"));
+
+    let pod = ["--explain", "shop/web-8zw74gfwm7-crbgk"];
+    let v = simulate_json(&[&config[..], &pod[..]].concat(), &[EXAMPLE]);
+    let verdicts = v["explain"]["nodes"].as_array().unwrap();
+    let detail = |node: &str, rule: &str| {
+        let n = verdicts.iter().find(|n| n["node"] == node).unwrap();
+        n["details"].as_array().unwrap().iter().find(|d| d["name"] == rule).map(|d| d["value"].clone())
+    };
+    // cpu-a2 has an SSD, cpu-a1 a spinning disk; both passed the filter rule.
+    assert_eq!(detail("cpu-a2", "ssd-bonus"), Some(Value::from("100 (weight 1)")));
+    assert_eq!(detail("cpu-a1", "ssd-bonus"), Some(Value::from("0 (weight 1)")));
+    assert_eq!(detail("cpu-a1", "maintenance-mode"), Some(Value::from("true")));
+    let b2 = verdicts.iter().find(|n| n["node"] == "cpu-b2").unwrap();
+    assert_eq!(b2["plugin"], "CelRules");
+    assert_eq!(b2["reasons"][0], "node(s) in maintenance mode");
 }

@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 use crate::cache::{NodeList, NodeView, Snapshot};
-use crate::explain::{DecisionRecord, FitError, ScoreColumn};
+use crate::explain::{DecisionRecord, Detail, FitError, ScoreColumn};
 use crate::framework::{
     Code, CycleState, FilterPlugin, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeStatus, ScorePlugin, Status,
 };
@@ -84,6 +84,17 @@ pub struct Algorithm {
     rng: StdRng,
     /// Times extension points for metrics, when the caller wants them.
     instrument: Option<Arc<dyn Instrument>>,
+    explain_details: ExplainDetails,
+}
+
+/// Which decisions collect plugins' details (see [`crate::explain::Detail`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ExplainDetails {
+    #[default]
+    None,
+    All,
+    /// Only the pod with this `NAMESPACE/NAME`.
+    Pod(String),
 }
 
 /// Outcome of one decision, with its record.
@@ -101,6 +112,19 @@ impl Algorithm {
             next_start_node_index: 0,
             rng: StdRng::seed_from_u64(seed),
             instrument: None,
+            explain_details: ExplainDetails::None,
+        }
+    }
+
+    pub fn set_explain_details(&mut self, which: ExplainDetails) {
+        self.explain_details = which;
+    }
+
+    fn explains(&self, pod_key: &str) -> bool {
+        match &self.explain_details {
+            ExplainDetails::None => false,
+            ExplainDetails::All => true,
+            ExplainDetails::Pod(key) => key == pod_key,
         }
     }
 
@@ -282,6 +306,9 @@ impl Algorithm {
         let feasible_count = feasible.len();
         if feasible_count == 1 {
             let node = all[feasible[0]].name().to_string();
+            if self.explains(&record.pod) {
+                record.details = details(profile, &filters, state, pod, NodeList::new(snap, &feasible));
+            }
             record.feasible = feasible;
             return Ok(ScheduleResult { node, evaluated_nodes: record.evaluated_nodes, feasible_nodes: 1 });
         }
@@ -289,6 +316,9 @@ impl Algorithm {
         let (columns, totals) = score_nodes(profile, state, pod, NodeList::new(snap, &feasible), instrument)?;
         let best = self.select_host(&totals);
         let node = all[feasible[best]].name().to_string();
+        if self.explains(&record.pod) {
+            record.details = details(profile, &filters, state, pod, NodeList::new(snap, &feasible));
+        }
         record.feasible = feasible;
         record.columns = columns;
         record.totals = totals;
@@ -411,6 +441,32 @@ fn filter_node(
 }
 
 type Scores = (Vec<ScoreColumn>, Vec<f64>);
+
+/// Each plugin's details on each feasible node, for an explanation.
+fn details(
+    profile: &Profile,
+    filters: &[(&'static str, &dyn FilterPlugin)],
+    state: &CycleState,
+    pod: &Pod,
+    nodes: NodeList<'_>,
+) -> Vec<Vec<Detail>> {
+    nodes
+        .iter()
+        .map(|node| {
+            let from_filters = filters.iter().map(|(name, f)| (*name, f.explain(state, pod, &node)));
+            let from_scores = profile
+                .score
+                .iter()
+                .filter_map(|(p, _)| p.as_score().map(|s| (p.name(), s.explain(state, pod, &node))));
+            from_filters
+                .chain(from_scores)
+                .flat_map(|(plugin, pairs)| {
+                    pairs.into_iter().map(move |(name, value)| Detail { plugin: plugin.to_string(), name, value })
+                })
+                .collect()
+        })
+        .collect()
+}
 
 /// PreScore, Score (parallel over nodes), NormalizeScore and the weighted
 /// sum, over the feasible nodes.

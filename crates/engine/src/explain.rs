@@ -94,6 +94,17 @@ pub struct DecisionRecord {
     pub pre_filter_rejection: Option<Status>,
     pub columns: Vec<ScoreColumn>,
     pub totals: Vec<f64>,
+    /// Per feasible node (same order as `feasible`), what plugins said
+    /// about it beyond their scores; filled only for explained decisions.
+    pub details: Vec<Vec<Detail>>,
+}
+
+/// One value a plugin reported about a node (e.g. a rule and its result).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Detail {
+    pub plugin: String,
+    pub name: String,
+    pub value: String,
 }
 
 /// A plugin's part of one node's score.
@@ -122,6 +133,8 @@ pub struct NodeVerdict {
     pub scores: Vec<PluginScore>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<Detail>,
 }
 
 /// A serialisable explanation of one decision (read back by
@@ -180,6 +193,7 @@ impl DecisionRecord {
                     reasons: Vec::new(),
                     scores,
                     total: self.totals.get(i).copied(),
+                    details: self.details.get(i).cloned().unwrap_or_default(),
                 }
             })
             .collect();
@@ -199,6 +213,7 @@ impl DecisionRecord {
                 reasons: s.reasons.iter().map(|r| r.to_string()).collect(),
                 scores: Vec::new(),
                 total: None,
+                details: Vec::new(),
             })
             .collect();
         rejected.sort_by(|a, b| a.node.cmp(&b.node));

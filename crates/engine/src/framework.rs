@@ -301,6 +301,13 @@ pub trait FilterPlugin: Plugin {
     /// allocate on success. Read `node.summary()` before the NodeInfo
     /// behind it: the summary is already in cache, the NodeInfo often not.
     fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Status;
+
+    /// What went into the verdict on `node` beyond its status (e.g. each
+    /// rule's value), as name → value, for an explained decision. Called
+    /// only for decisions being explained, never on the hot path.
+    fn explain(&self, _state: &CycleState, _pod: &Pod, _node: &NodeView<'_>) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }
 
 /// A node that failed filtering and the status of the plugin that failed it.
@@ -340,6 +347,12 @@ pub trait ScorePlugin: Plugin {
     /// Maps raw scores onto 0..=MAX_NODE_SCORE, over all feasible nodes.
     fn normalize(&self, _state: &CycleState, _pod: &Pod, _scores: &mut [i64]) -> Status {
         Status::success()
+    }
+
+    /// What went into the score on `node` (e.g. each rule's value), as
+    /// name → value, for an explained decision; never on the hot path.
+    fn explain(&self, _state: &CycleState, _pod: &Pod, _node: &NodeView<'_>) -> Vec<(String, String)> {
+        Vec::new()
     }
 }
 

@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::algorithm::{Algorithm, ScheduleError, ScheduleResult};
+use crate::algorithm::{Algorithm, ExplainDetails, ScheduleError, ScheduleResult};
 use crate::cache::{Cache, Snapshot};
 use crate::config::Configuration;
 use crate::explain::DecisionRecord;
@@ -134,6 +134,13 @@ impl Scheduler {
     /// [`Instrument`](crate::instrument::Instrument)); decisions do not change.
     pub fn set_instrument(&mut self, instrument: Arc<dyn crate::instrument::Instrument>) {
         self.algorithm.set_instrument(instrument);
+    }
+
+    /// Which decisions ask plugins for the details behind their verdicts
+    /// (e.g. each CEL rule's value): costs a second pass over the feasible
+    /// nodes, so only for decisions that will be explained.
+    pub fn set_explain_details(&mut self, which: ExplainDetails) {
+        self.algorithm.set_explain_details(which);
     }
 
     pub fn profiles(&self) -> &[Arc<Profile>] {

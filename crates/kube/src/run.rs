@@ -12,6 +12,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use engine::algorithm::ExplainDetails;
 use engine::framework::Status;
 use engine::queue::Millis;
 use engine::scheduler::{BindingTask, CycleOutcome, Scheduler};
@@ -135,6 +136,9 @@ pub async fn run(
     options.metrics.set_leader(leading_from_start);
     let mut scheduler = scheduler;
     scheduler.set_instrument(options.metrics.instrument());
+    if options.explanations.is_some() {
+        scheduler.set_explain_details(ExplainDetails::All);
+    }
     let driver = Driver {
         explanations: options.explanations.clone(),
         metrics: options.metrics.clone(),

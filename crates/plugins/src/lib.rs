@@ -8,6 +8,7 @@ use engine::profile::DefaultPlugin;
 use engine::registry::Registry;
 
 pub mod balanced_allocation;
+pub mod cel_rules;
 pub mod cloud_boundary;
 pub mod default_binder;
 pub mod disk_type;
@@ -61,6 +62,7 @@ pub fn registry() -> Registry {
     r.register(gpu_node_avoidance::NAME, gpu_node_avoidance::new);
     r.register(resource_headroom::NAME, resource_headroom::new);
     r.register(disk_type::NAME, disk_type::new);
+    r.register(cel_rules::NAME, cel_rules::new);
     r
 }
 

@@ -184,6 +184,11 @@ pub fn explanation_table(e: &Explanation) -> String {
     let mut header: Vec<&str> = vec!["NODE", "VERDICT", "TOTAL"];
     header.extend(plugins.iter().map(String::as_str));
     header.push("REASON");
+    // Plugins' own details (e.g. each CEL rule's value), when they gave any.
+    let with_details = e.nodes.iter().any(|n| !n.details.is_empty());
+    if with_details {
+        header.push("DETAILS");
+    }
     let rows: Vec<Vec<String>> = e
         .nodes
         .iter()
@@ -199,6 +204,11 @@ pub fn explanation_table(e: &Explanation) -> String {
                 Some(p) => format!("{p}: {}", n.reasons.join(", ")),
                 None => String::new(),
             });
+            if with_details {
+                let shown: Vec<String> =
+                    n.details.iter().map(|d| format!("{}/{}={}", d.plugin, d.name, d.value)).collect();
+                row.push(shown.join(", "));
+            }
             row
         })
         .collect();

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
+use engine::algorithm::ExplainDetails;
 use engine::cache::NodeInfo;
 use engine::config::{ConfigError, Configuration};
 use engine::convert;
@@ -148,6 +149,9 @@ fn simulate_in_pool(
 ) -> Result<Simulation, SimError> {
     let profiles = build_profiles(cfg, registry, defaults)?;
     let mut sched = Scheduler::new(cfg, profiles, opts.seed).map_err(|e| SimError::Engine(e.to_string()))?;
+    if let Some(pod) = &opts.explain {
+        sched.set_explain_details(ExplainDetails::Pod(pod.clone()));
+    }
     let mut now: Millis = u64::try_from(opts.now.as_millisecond()).unwrap_or(0);
     let mut warnings: Vec<String> = Vec::new();
 
