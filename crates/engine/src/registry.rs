@@ -1,6 +1,62 @@
 //! The plugin registry: plugin names to factories that build a plugin from
 //! its `pluginConfig` args. The binary registers the built-in plugins; a
-//! team's own binary can register more.
+//! team's own binary can register more (`gpu_scheduler::App::with_plugin`,
+//! and `examples/custom-plugin` for a whole crate).
+//!
+//! A plugin is a type implementing [`Plugin`] and the trait of each
+//! extension point it serves (`FilterPlugin`, `ScorePlugin`, ... in
+//! [`crate::framework`]), returning itself from the matching `as_*` method.
+//! It reads the node through a [`NodeView`](crate::cache::NodeView), keeps
+//! per-pod work in the [`CycleState`](crate::framework::CycleState), and
+//! does no I/O: outside data reaches it as node facts.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use gpu_scheduler_engine::cache::NodeView;
+//! use gpu_scheduler_engine::framework::{CycleState, FilterPlugin, Plugin, Status};
+//! use gpu_scheduler_engine::model::Pod;
+//! use gpu_scheduler_engine::registry::{ArgsError, Registry, decode_args};
+//! use gpu_scheduler_engine::testing::{node, pod};
+//!
+//! /// Keeps pods off nodes whose name has a configured prefix.
+//! struct AvoidPrefix { prefix: String }
+//!
+//! #[derive(serde::Deserialize, Default)]
+//! #[serde(deny_unknown_fields)]
+//! struct Args { #[serde(default)] prefix: String }
+//!
+//! impl Plugin for AvoidPrefix {
+//!     fn name(&self) -> &'static str { "AvoidPrefix" }
+//!     fn as_filter(&self) -> Option<&dyn FilterPlugin> { Some(self) }
+//! }
+//!
+//! impl FilterPlugin for AvoidPrefix {
+//!     fn filter(&self, _: &CycleState, _: &Pod, node: &NodeView<'_>) -> Status {
+//!         if !self.prefix.is_empty() && node.name().starts_with(&self.prefix) {
+//!             Status::unschedulable("node(s) had an avoided name")
+//!         } else {
+//!             Status::success()
+//!         }
+//!     }
+//! }
+//!
+//! fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsError> {
+//!     let args: Args = decode_args(args)?;
+//!     Ok(Arc::new(AvoidPrefix { prefix: args.prefix }))
+//! }
+//!
+//! let mut registry = Registry::new();
+//! registry.register("AvoidPrefix", new);
+//! // What a profile does with `pluginConfig: [{name: AvoidPrefix, args: {prefix: old-}}]`:
+//! let factory = registry.get("AvoidPrefix").unwrap();
+//! let plugin = factory(Some(&serde_json::json!({"prefix": "old-"}))).unwrap();
+//! let filter = plugin.as_filter().unwrap();
+//! let (state, p) = (CycleState::new(), pod("p").build());
+//! assert!(!filter.filter(&state, &p, &node("old-1").info().view()).is_success());
+//! assert!(filter.filter(&state, &p, &node("new-1").info().view()).is_success());
+//! // Bad args name the field, as check-config reports them.
+//! assert_eq!(factory(Some(&serde_json::json!({"prefx": 1}))).err().unwrap().path, "prefx");
+//! ```
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

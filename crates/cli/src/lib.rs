@@ -1,0 +1,459 @@
+//! The `gpu-scheduler` command line as a library, so that a team can build
+//! its own scheduler binary with plugins of its own, the way
+//! kube-scheduler's `app.NewSchedulerCommand(app.WithPlugin(...))` does:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use gpu_scheduler::App;
+//! use gpu_scheduler::engine::framework::{Plugin, FilterPlugin, CycleState, Status};
+//! use gpu_scheduler::engine::cache::NodeView;
+//! use gpu_scheduler::engine::model::Pod;
+//! use gpu_scheduler::engine::registry::ArgsError;
+//!
+//! struct NoFridays;
+//! impl Plugin for NoFridays {
+//!     fn name(&self) -> &'static str { "NoFridays" }
+//!     fn as_filter(&self) -> Option<&dyn FilterPlugin> { Some(self) }
+//! }
+//! impl FilterPlugin for NoFridays {
+//!     fn filter(&self, _: &CycleState, _: &Pod, node: &NodeView<'_>) -> Status {
+//!         if node.node.labels.contains_key("example.com/friday") {
+//!             Status::unschedulable("node(s) rest on Fridays")
+//!         } else {
+//!             Status::success()
+//!         }
+//!     }
+//! }
+//! fn new(_args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsError> {
+//!     Ok(Arc::new(NoFridays))
+//! }
+//!
+//! fn main() -> std::process::ExitCode {
+//!     // Every built-in command (run, simulate, check-config, ...), with one
+//!     // more plugin that configs may enable by name.
+//!     App::new().with_plugin("NoFridays", new).run()
+//! }
+//! ```
+//!
+//! The binary's code: `anyhow` stays inside; the API is [`App`].
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use engine::config::{self, Configuration};
+use engine::profile::DefaultPlugin;
+use engine::profile::build_profiles;
+use engine::registry::{Factory, Registry};
+use indicatif::{ProgressBar, ProgressStyle};
+use sim::{Manifests, SimOptions, report};
+
+mod http;
+
+/// The crates a plugin is written against, re-exported so that a custom
+/// binary depends on one crate and gets matching versions.
+pub use {engine, plugins};
+
+/// The gpu-scheduler command line with a plugin registry and a default
+/// plugin list: the built-in ones unless changed.
+#[derive(Clone)]
+pub struct App {
+    registry: Registry,
+    defaults: Vec<DefaultPlugin>,
+}
+
+impl Default for App {
+    fn default() -> Self {
+        App::new()
+    }
+}
+
+impl App {
+    /// The built-in plugins, and the default profile of DESIGN.md §4.
+    pub fn new() -> Self {
+        App { registry: plugins::registry(), defaults: plugins::default_plugins() }
+    }
+
+    /// Registers a plugin under `name`: configs can then enable it and
+    /// give it `pluginConfig` args. A built-in plugin of that name is
+    /// replaced.
+    pub fn with_plugin(mut self, name: &'static str, factory: Factory) -> Self {
+        self.registry.register(name, factory);
+        self
+    }
+
+    /// Adds a registered plugin to the default profile (what a profile
+    /// runs when its config does not list its plugins), with the weight
+    /// its score counts with. It runs after the built-in plugins.
+    pub fn with_default_plugin(mut self, name: &'static str, weight: f64) -> Self {
+        self.defaults.push(DefaultPlugin { name, weight });
+        self
+    }
+
+    /// Parses the process's arguments and runs the command: the whole
+    /// `main` of a scheduler binary.
+    pub fn run(&self) -> ExitCode {
+        self.run_from(std::env::args_os())
+    }
+
+    /// As [`App::run`], with the arguments given (the first is the program name).
+    pub fn run_from<I, T>(&self, args: I) -> ExitCode
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let cli = match Cli::try_parse_from(args) {
+            Ok(cli) => cli,
+            Err(e) => {
+                let _ = e.print();
+                return ExitCode::from(if e.use_stderr() { EXIT_BAD_CONFIG } else { 0 });
+            }
+        };
+        // A long-running scheduler logs what it does; one-shot commands only
+        // their warnings. RUST_LOG overrides both.
+        let default_filter = match cli.command {
+            Command::Run(_) => "info",
+            _ => "warn",
+        };
+        // A second App in one process keeps the first subscriber.
+        let _ = tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter.into()),
+            )
+            .try_init();
+        let result = match cli.command {
+            Command::Simulate(args) => self.simulate(args),
+            Command::CheckConfig { file } => self.check_config(&file),
+            Command::Run(args) => self.run_live(args),
+            Command::Snapshot { kubeconfig, output } => snapshot(kubeconfig, output),
+            Command::Explain { pod, address, output } => explain(&pod, &address, output),
+        };
+        match result {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(Exit(code, e)) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(code)
+            }
+        }
+    }
+}
+
+/// A Kubernetes scheduler for clusters that mix GPU work with ordinary services.
+#[derive(Parser)]
+#[command(name = "gpu-scheduler", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Schedule the pods in Kubernetes manifests offline, with the same engine as a live cluster.
+    Simulate(SimulateArgs),
+    /// Validate a configuration file: exit 0, or exit 2 naming the bad field.
+    CheckConfig {
+        /// The configuration file (GpuSchedulerConfiguration YAML).
+        file: PathBuf,
+    },
+    /// Schedule a live cluster: the pods whose schedulerName is one of the profiles'.
+    Run(RunArgs),
+    /// Show a pod's last decision in a running scheduler: each node's verdict and scores.
+    Explain {
+        /// The pod, as NAMESPACE/NAME.
+        pod: String,
+        /// The scheduler's HTTP address (run with --enable-explain-endpoint),
+        /// e.g. after `kubectl -n gpu-scheduler port-forward deploy/gpu-scheduler 10251`.
+        #[arg(long, default_value = "127.0.0.1:10251")]
+        address: String,
+        /// Report format.
+        #[arg(long, value_enum, default_value = "table")]
+        output: Output,
+    },
+    /// Write a live cluster's Nodes, Namespaces, PriorityClasses and Pods as YAML `simulate` reads.
+    Snapshot {
+        /// Kubeconfig of the cluster; without one, the in-cluster service account.
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// Write here instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Kubeconfig of the cluster; without one, the in-cluster service account.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Configuration file; without one, the default profile.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Seed for breaking ties between equally scored nodes (the same seed
+    /// as `simulate` makes a snapshot's simulation decide alike).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Bindings in flight at most.
+    #[arg(long, default_value_t = 64)]
+    bind_concurrency: usize,
+    /// Where /healthz, /readyz and /metrics are served (plain HTTP).
+    #[arg(long, default_value = "0.0.0.0:10251")]
+    http_address: std::net::SocketAddr,
+    /// Keep each pod's last decision and serve it at /debug/explain/NS/POD
+    /// (for `gpu-scheduler explain`); costs an explanation per decision.
+    #[arg(long)]
+    enable_explain_endpoint: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Output {
+    Table,
+    Json,
+}
+
+#[derive(clap::Args)]
+struct SimulateArgs {
+    /// Configuration file; without one, the default profile.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Report format.
+    #[arg(long, value_enum, default_value = "table")]
+    output: Output,
+    /// Seed for breaking ties between equally scored nodes.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The clock for time-dependent rules (RFC 3339); default: now.
+    #[arg(long)]
+    now: Option<String>,
+    /// Show the full decision for one pod (NAMESPACE/NAME).
+    #[arg(long, value_name = "NS/POD")]
+    explain: Option<String>,
+    /// Manifests: multi-document YAML of Nodes, Pods, Namespaces,
+    /// PriorityClasses, Deployments, ReplicaSets, StatefulSets and Jobs.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+/// Exit code for bad configuration or arguments, as `check-config` promises.
+const EXIT_BAD_CONFIG: u8 = 2;
+
+/// An error that carries its exit code.
+#[derive(Debug)]
+struct Exit(u8, anyhow::Error);
+
+impl<E: Into<anyhow::Error>> From<E> for Exit {
+    fn from(e: E) -> Self {
+        Exit(1, e.into())
+    }
+}
+
+fn bad_config(e: impl Into<anyhow::Error>) -> Exit {
+    Exit(EXIT_BAD_CONFIG, e.into())
+}
+
+impl App {
+    /// Loads and fully validates a configuration, plugins and their args included.
+    fn load_config(&self, path: &PathBuf) -> Result<Configuration, Exit> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display())).map_err(bad_config)?;
+        let cfg = config::parse(&text).with_context(|| format!("{}", path.display())).map_err(bad_config)?;
+        build_profiles(&cfg, &self.registry, &self.defaults)
+            .with_context(|| format!("{}", path.display()))
+            .map_err(bad_config)?;
+        Ok(cfg)
+    }
+
+    fn check_config(&self, path: &PathBuf) -> Result<(), Exit> {
+        let cfg = self.load_config(path)?;
+        let names: Vec<&str> = cfg.profiles.iter().map(|p| p.scheduler_name.as_str()).collect();
+        println!("{}: valid ({} profile(s): {})", path.display(), names.len(), names.join(", "));
+        Ok(())
+    }
+
+    fn simulate(&self, args: SimulateArgs) -> Result<(), Exit> {
+        let cfg = match &args.config {
+            Some(p) => self.load_config(p)?,
+            None => Configuration::default(),
+        };
+        let now = match &args.now {
+            Some(t) => t
+                .parse::<jiff::Timestamp>()
+                .with_context(|| format!("--now {t:?} is not an RFC 3339 time (e.g. 2026-01-31T12:00:00Z)"))
+                .map_err(bad_config)?,
+            None => jiff::Timestamp::now(),
+        };
+        let mut manifests = Manifests::default();
+        for f in &args.files {
+            manifests.add_file(&f.to_string_lossy())?;
+        }
+        for (source, what) in &manifests.ignored {
+            tracing::debug!("{source}: {what} does not affect scheduling; ignored");
+        }
+
+        // A progress bar on stderr for long runs on a terminal; never for JSON.
+        let show_progress = matches!(args.output, Output::Table) && std::io::stderr().is_terminal();
+        let started = Instant::now();
+        let mut bar: Option<ProgressBar> = None;
+        let mut progress = |done: usize, total: usize| {
+            if !show_progress || started.elapsed() < Duration::from_secs(1) {
+                return;
+            }
+            let b = bar.get_or_insert_with(|| {
+                let b = ProgressBar::new(total as u64);
+                if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} pods {per_sec}") {
+                    b.set_style(style);
+                }
+                b
+            });
+            b.set_position(done as u64);
+        };
+        let opts = SimOptions { seed: args.seed, now, explain: args.explain.clone() };
+        let result = sim::simulate(&manifests, &cfg, &self.registry, &self.defaults, &opts, &mut progress);
+        if let Some(b) = bar.take() {
+            b.finish_and_clear();
+        }
+        let simulation = result?;
+        for w in &simulation.warnings {
+            eprintln!("warning: {w}");
+        }
+
+        let explanation = match &args.explain {
+            Some(pod) => Some(simulation.explanation().ok_or_else(|| {
+                bad_config(anyhow::anyhow!(
+                    "--explain {pod}: no pending pod of ours with that NAMESPACE/NAME was scheduled"
+                ))
+            })?),
+            None => None,
+        };
+        let mut out = std::io::stdout().lock();
+        match args.output {
+            Output::Json => {
+                serde_json::to_writer(&mut out, &report::to_json(&simulation, explanation.as_ref()))?;
+                writeln!(out)?;
+            }
+            Output::Table => {
+                write!(out, "{}", report::to_table(&simulation))?;
+                if let Some(e) = &explanation {
+                    write!(out, "\n{}", report::explanation_table(e))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn run_live(&self, args: RunArgs) -> Result<(), Exit> {
+        let cfg = match &args.config {
+            Some(p) => self.load_config(p)?,
+            None => Configuration::default(),
+        };
+        let profiles = build_profiles(&cfg, &self.registry, &self.defaults).map_err(bad_config)?;
+        let scheduler = engine::scheduler::Scheduler::new(&cfg, profiles, args.seed).map_err(bad_config)?;
+        let instance = std::env::var("HOSTNAME").unwrap_or_else(|_| "gpu-scheduler".into());
+        let le = &cfg.leader_election;
+        let leader_election =
+            le.leader_elect.then(|| live::leader::Campaign::from_config(le, live::leader::identity()));
+        let metrics = std::sync::Arc::new(live::metrics::Metrics::new());
+        let explanations = args.enable_explain_endpoint.then(std::sync::Arc::default);
+        let options = live::RunOptions {
+            bind_concurrency: args.bind_concurrency,
+            instance,
+            leader_election,
+            metrics: metrics.clone(),
+            explanations: explanations.clone(),
+        };
+        let rt = runtime()?;
+        rt.block_on(async {
+            let addr = http::serve(args.http_address, metrics, explanations)
+                .await
+                .with_context(|| format!("serving HTTP on {}", args.http_address))?;
+            tracing::info!(%addr, "serving /healthz, /readyz and /metrics");
+            let clients =
+                live::Clients::connect(args.kubeconfig.as_deref(), &cfg.client_connection).await.map_err(bad_config)?;
+            live::run(clients, scheduler, options, shutdown_signal()).await?;
+            Ok(())
+        })
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Exit> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?)
+}
+
+/// SIGTERM (how Kubernetes stops a pod) or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}
+
+fn snapshot(kubeconfig: Option<PathBuf>, output: Option<PathBuf>) -> Result<(), Exit> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        // Rate limits of the default configuration: a snapshot is a few lists.
+        let clients = live::Clients::connect(kubeconfig.as_deref(), &config::ClientConnection::default())
+            .await
+            .map_err(bad_config)?;
+        let mut buf = Vec::new();
+        let counts = live::snapshot::write(&clients.main, &mut buf).await?;
+        match &output {
+            Some(path) => std::fs::write(path, &buf).with_context(|| format!("writing {}", path.display()))?,
+            None => std::io::stdout().write_all(&buf).context("writing the snapshot")?,
+        }
+        eprintln!("snapshot: {} nodes, {} pods ({} pending)", counts.nodes, counts.pods, counts.pending);
+        Ok(())
+    })
+}
+
+/// Fetches `/debug/explain/NS/POD` from a running scheduler and prints it.
+fn explain(pod: &str, address: &str, output: Output) -> Result<(), Exit> {
+    let Some((ns, name)) = pod.split_once('/').filter(|(ns, name)| !ns.is_empty() && !name.is_empty()) else {
+        return Err(bad_config(anyhow::anyhow!("{pod:?} is not NAMESPACE/NAME")));
+    };
+    let (status, body) = http_get(address, &format!("/debug/explain/{ns}/{name}")).with_context(|| {
+        format!("asking the scheduler at {address} (is it running with --enable-explain-endpoint?)")
+    })?;
+    if status != 200 {
+        return Err(Exit(1, anyhow::anyhow!("{address}: HTTP {status}: {}", body.trim())));
+    }
+    let e: engine::explain::Explanation = serde_json::from_str(&body)
+        .with_context(|| format!("{address} answered something else than an explanation"))?;
+    match output {
+        Output::Json => println!("{body}"),
+        Output::Table => print!("{}", report::explanation_table(&e)),
+    }
+    Ok(())
+}
+
+/// A plain HTTP/1.1 GET (the endpoint is ours and plain HTTP): status and body.
+fn http_get(address: &str, path: &str) -> Result<(u16, String)> {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(address).with_context(|| format!("connecting to {address}"))?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n")?;
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw)?;
+    let (head, body) = raw.split_once("\r\n\r\n").context("malformed HTTP response")?;
+    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).context("malformed HTTP status line")?;
+    Ok((status, body.to_string()))
+}
