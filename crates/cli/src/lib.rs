@@ -264,6 +264,8 @@ impl App {
         build_profiles(&cfg, &self.registry, &self.defaults)
             .with_context(|| format!("{}", path.display()))
             .map_err(bad_config)?;
+        // TLS material of the extenders is read and checked here too.
+        extender::from_config(&cfg.extenders).with_context(|| format!("{}", path.display())).map_err(bad_config)?;
         Ok(cfg)
     }
 
@@ -311,7 +313,8 @@ impl App {
             });
             b.set_position(done as u64);
         };
-        let opts = SimOptions { seed: args.seed, now, explain: args.explain.clone() };
+        let extenders = extender::from_config(&cfg.extenders).map_err(bad_config)?;
+        let opts = SimOptions { seed: args.seed, now, explain: args.explain.clone(), extenders };
         let result = sim::simulate(&manifests, &cfg, &self.registry, &self.defaults, &opts, &mut progress);
         if let Some(b) = bar.take() {
             b.finish_and_clear();
@@ -351,7 +354,8 @@ impl App {
             None => Configuration::default(),
         };
         let profiles = build_profiles(&cfg, &self.registry, &self.defaults).map_err(bad_config)?;
-        let scheduler = engine::scheduler::Scheduler::new(&cfg, profiles, args.seed).map_err(bad_config)?;
+        let mut scheduler = engine::scheduler::Scheduler::new(&cfg, profiles, args.seed).map_err(bad_config)?;
+        scheduler.set_extenders(extender::from_config(&cfg.extenders).map_err(bad_config)?);
         let instance = std::env::var("HOSTNAME").unwrap_or_else(|_| "gpu-scheduler".into());
         let le = &cfg.leader_election;
         let leader_election =

@@ -3,6 +3,7 @@
 //! Score → NormalizeScore → weighted sum → select (ties broken from the
 //! seeded random source). Pure: everything it reads is passed in.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use rand::rngs::StdRng;
@@ -11,11 +12,13 @@ use rayon::prelude::*;
 
 use crate::cache::{NodeList, NodeView, Snapshot};
 use crate::explain::{DecisionRecord, Detail, FitError, ScoreColumn};
+use crate::extender::{Extender, ExtenderError, MAX_EXTENDER_PRIORITY};
 use crate::framework::{
     Code, CycleState, FilterPlugin, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeStatus, ScorePlugin, Status,
 };
 use crate::instrument::{Instrument, Span};
 use crate::model::Pod;
+use crate::node_info::NodeInfo;
 use crate::profile::Profile;
 
 /// Below this many nodes, kube-scheduler evaluates all of them.
@@ -85,6 +88,8 @@ pub struct Algorithm {
     /// Times extension points for metrics, when the caller wants them.
     instrument: Option<Arc<dyn Instrument>>,
     explain_details: ExplainDetails,
+    /// Called after the filters and the scores, in order.
+    extenders: Vec<Arc<dyn Extender>>,
 }
 
 /// Which decisions collect plugins' details (see [`crate::explain::Detail`]).
@@ -113,11 +118,119 @@ impl Algorithm {
             rng: StdRng::seed_from_u64(seed),
             instrument: None,
             explain_details: ExplainDetails::None,
+            extenders: Vec::new(),
         }
+    }
+
+    pub fn set_extenders(&mut self, extenders: Vec<Arc<dyn Extender>>) {
+        self.extenders = extenders;
     }
 
     pub fn set_explain_details(&mut self, which: ExplainDetails) {
         self.explain_details = which;
+    }
+
+    /// Each interested extender's filter, in order, on what is still
+    /// feasible. A failure skips an ignorable extender and fails the cycle
+    /// otherwise (the pod is retried after its backoff), as in kube.
+    fn extender_filters(
+        &self,
+        pod: &Pod,
+        snap: &Snapshot,
+        feasible: &mut Vec<usize>,
+        rejected: &mut Vec<(usize, Status)>,
+    ) -> Result<(), ScheduleError> {
+        for ext in &self.extenders {
+            if feasible.is_empty() {
+                break;
+            }
+            if !ext.has_filter() || !ext.is_interested(pod) {
+                continue;
+            }
+            let infos: Vec<&NodeInfo> = feasible.iter().map(|&i| snap.nodes()[i].as_ref()).collect();
+            let result = ext.filter(pod, &infos).and_then(|r| {
+                // An extender may only remove nodes.
+                match r.passed.iter().find(|n| !infos.iter().any(|i| i.name() == n.as_str())) {
+                    Some(n) => Err(ExtenderError {
+                        extender: ext.name().to_string(),
+                        message: format!("claims a filtered node {n:?} which is not found in the input node list"),
+                    }),
+                    None => Ok(r),
+                }
+            });
+            let r = match result {
+                Ok(r) => r,
+                Err(e) => {
+                    if let Some(i) = &self.instrument {
+                        i.extender_error(ext.name(), "filter", ext.is_ignorable());
+                    }
+                    if ext.is_ignorable() {
+                        continue;
+                    }
+                    return Err(ScheduleError::Internal(Status::error(e.to_string()).with_plugin(ext.name())));
+                }
+            };
+            let passed: std::collections::HashSet<&str> = r.passed.iter().map(String::as_str).collect();
+            let reason = |name: &str| {
+                let find = |list: &[(String, String)]| list.iter().find(|(n, _)| n == name).map(|(_, m)| m.clone());
+                if let Some(m) = find(&r.failed_and_unresolvable) {
+                    Status::unresolvable(m)
+                } else if let Some(m) = find(&r.failed) {
+                    Status::unschedulable(m)
+                } else {
+                    Status::unschedulable(format!("node(s) were filtered out by extender {}", ext.name()))
+                }
+            };
+            let mut kept = Vec::with_capacity(passed.len());
+            for &i in feasible.iter() {
+                let name = snap.nodes()[i].name();
+                if passed.contains(name) {
+                    kept.push(i);
+                } else {
+                    rejected.push((i, reason(name).with_plugin(ext.name())));
+                }
+            }
+            *feasible = kept;
+        }
+        Ok(())
+    }
+
+    /// Each interested extender's priorities (0-10) × its weight × 10,
+    /// added to the totals and recorded as a column of their own. A failed
+    /// call is skipped, as kube-scheduler does: other scores still decide.
+    fn extender_scores(
+        &self,
+        pod: &Pod,
+        snap: &Snapshot,
+        feasible: &[usize],
+        columns: &mut Vec<ScoreColumn>,
+        totals: &mut [f64],
+    ) {
+        let infos: Vec<&NodeInfo> = feasible.iter().map(|&i| snap.nodes()[i].as_ref()).collect();
+        for ext in &self.extenders {
+            if !ext.has_prioritize() || !ext.is_interested(pod) {
+                continue;
+            }
+            let scores = match ext.prioritize(pod, &infos) {
+                Ok(s) => s,
+                Err(_) => {
+                    if let Some(i) = &self.instrument {
+                        i.extender_error(ext.name(), "prioritize", true);
+                    }
+                    continue;
+                }
+            };
+            let by_name: HashMap<&str, i64> = scores.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+            let raw: Vec<i64> = infos
+                .iter()
+                .map(|i| by_name.get(i.name()).copied().unwrap_or(0).clamp(0, MAX_EXTENDER_PRIORITY))
+                .collect();
+            let weight = (ext.weight() * (MAX_NODE_SCORE / MAX_EXTENDER_PRIORITY)) as f64;
+            for (t, r) in totals.iter_mut().zip(&raw) {
+                *t += *r as f64 * weight;
+            }
+            columns.push(ScoreColumn { plugin: ext.name(), weight, normalized: raw.clone(), raw });
+        }
     }
 
     fn explains(&self, pod_key: &str) -> bool {
@@ -286,6 +399,11 @@ impl Algorithm {
             record.evaluated_nodes = 1;
         }
 
+        // Extenders see only the nodes every filter plugin passed.
+        if !feasible.is_empty() && !self.extenders.is_empty() {
+            self.extender_filters(pod, snap, &mut feasible, &mut rejected)
+                .inspect_err(|_| filter_span.point("Filter", Code::Error, profile_name))?;
+        }
         let filter_code = if feasible.is_empty() { Code::Unschedulable } else { Code::Success };
         filter_span.point("Filter", filter_code, profile_name);
         if feasible.is_empty() {
@@ -313,7 +431,10 @@ impl Algorithm {
             return Ok(ScheduleResult { node, evaluated_nodes: record.evaluated_nodes, feasible_nodes: 1 });
         }
 
-        let (columns, totals) = score_nodes(profile, state, pod, NodeList::new(snap, &feasible), instrument)?;
+        let (mut columns, mut totals) = score_nodes(profile, state, pod, NodeList::new(snap, &feasible), instrument)?;
+        if !self.extenders.is_empty() {
+            self.extender_scores(pod, snap, &feasible, &mut columns, &mut totals);
+        }
         let best = self.select_host(&totals);
         let node = all[feasible[best]].name().to_string();
         if self.explains(&record.pod) {

@@ -50,6 +50,126 @@ pub struct Configuration {
     /// How node labels and annotations are read as facts.
     #[serde(default)]
     pub node_facts: FactsConfig,
+    /// HTTP extenders, in kube-scheduler's shape (`KubeSchedulerConfiguration.extenders`).
+    #[serde(default)]
+    pub extenders: Vec<ExtenderConfig>,
+}
+
+/// One HTTP extender, kube-scheduler's `Extender` fields and defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExtenderConfig {
+    /// Where the extender is, e.g. `http://127.0.0.1:8888/scheduler`.
+    pub url_prefix: String,
+    /// Path (after urlPrefix) of the filter call; empty: no filter.
+    #[serde(default)]
+    pub filter_verb: String,
+    /// Accepted for kube's shape; preemption is not implemented, so never called.
+    #[serde(default)]
+    pub preempt_verb: String,
+    #[serde(default)]
+    pub prioritize_verb: String,
+    /// Multiplies the extender's 0-10 priorities (which count ×10, as kube's do).
+    #[serde(default)]
+    pub weight: i64,
+    /// The extender binds the pods it is interested in instead of the Bind plugins.
+    #[serde(default)]
+    pub bind_verb: String,
+    #[serde(default, rename = "enableHTTPS")]
+    pub enable_https: bool,
+    #[serde(default)]
+    pub tls_config: Option<ExtenderTlsConfig>,
+    /// Per call; default 5 s, as kube's.
+    #[serde(default = "default_extender_timeout", with = "go_duration", rename = "httpTimeout")]
+    pub http_timeout: Duration,
+    /// Send node names only: the extender keeps its own node cache.
+    #[serde(default)]
+    pub node_cache_capable: bool,
+    /// When set, only pods requesting one of these resources are sent.
+    #[serde(default)]
+    pub managed_resources: Vec<ExtenderManagedResource>,
+    /// An ignorable extender that fails is skipped; otherwise the pod is retried later.
+    #[serde(default)]
+    pub ignorable: bool,
+}
+
+fn default_extender_timeout() -> Duration {
+    Duration::from_secs(5)
+}
+
+/// kube's `ExtenderTLSConfig`: files or inline PEM data.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExtenderTlsConfig {
+    /// Skip verifying the server's certificate (testing only).
+    #[serde(default)]
+    pub insecure: bool,
+    #[serde(default)]
+    pub server_name: String,
+    #[serde(default)]
+    pub cert_file: String,
+    #[serde(default)]
+    pub key_file: String,
+    #[serde(default, rename = "caFile")]
+    pub ca_file: String,
+    /// PEM, base64-encoded as in kube's YAML (`[]byte` fields).
+    #[serde(default)]
+    pub cert_data: String,
+    #[serde(default)]
+    pub key_data: String,
+    #[serde(default, rename = "caData")]
+    pub ca_data: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExtenderManagedResource {
+    pub name: String,
+    /// Accepted for kube's shape: NodeResourcesFit's `ignoredResources` is where that is set here.
+    #[serde(default)]
+    pub ignored_by_scheduler: bool,
+}
+
+impl ExtenderConfig {
+    fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        let url = self.url_prefix.trim();
+        if url.is_empty() {
+            return Err(ConfigError::new(format!("{path}.urlPrefix"), "must not be empty"));
+        }
+        let https = url.starts_with("https://");
+        if !https && !url.starts_with("http://") {
+            return Err(ConfigError::new(format!("{path}.urlPrefix"), "must start with http:// or https://"));
+        }
+        if https != self.enable_https {
+            return Err(ConfigError::new(
+                format!("{path}.enableHTTPS"),
+                "must be true exactly when urlPrefix starts with https://",
+            ));
+        }
+        if !self.prioritize_verb.is_empty() && self.weight <= 0 {
+            return Err(ConfigError::new(format!("{path}.weight"), "must have a positive weight applied to it"));
+        }
+        if self.filter_verb.is_empty() && self.prioritize_verb.is_empty() && self.bind_verb.is_empty() {
+            return Err(ConfigError::new(path, "needs at least one of filterVerb, prioritizeVerb, bindVerb"));
+        }
+        if self.http_timeout.is_zero() {
+            return Err(ConfigError::new(format!("{path}.httpTimeout"), "must be greater than 0"));
+        }
+        if self.tls_config.is_some() && !self.enable_https {
+            return Err(ConfigError::new(format!("{path}.tlsConfig"), "needs enableHTTPS"));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (j, r) in self.managed_resources.iter().enumerate() {
+            let p = format!("{path}.managedResources[{j}].name");
+            if !crate::resources::is_extended_resource_name(&r.name) {
+                return Err(ConfigError::new(p, format!("{:?} is an invalid extended resource name", r.name)));
+            }
+            if !seen.insert(r.name.as_str()) {
+                return Err(ConfigError::new(p, format!("{:?}: duplicate extender managed resource name", r.name)));
+            }
+        }
+        Ok(())
+    }
 }
 
 fn default_initial_backoff() -> u64 {
@@ -74,6 +194,7 @@ impl Default for Configuration {
             leader_election: LeaderElection::default(),
             profiles: default_profiles(),
             node_facts: FactsConfig::default(),
+            extenders: Vec::new(),
         }
     }
 }
@@ -296,6 +417,12 @@ impl Configuration {
             return Err(ConfigError::new("clientConnection.qps", "must be a non-negative number"));
         }
         self.leader_election.validate()?;
+        for (i, e) in self.extenders.iter().enumerate() {
+            e.validate(&format!("extenders[{i}]"))?;
+        }
+        if self.extenders.iter().filter(|e| !e.bind_verb.is_empty()).count() > 1 {
+            return Err(ConfigError::new("extenders", "only one extender can implement bind"));
+        }
         if self.profiles.is_empty() {
             return Err(ConfigError::new("profiles", "at least one profile is required"));
         }

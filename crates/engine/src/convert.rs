@@ -736,6 +736,7 @@ pub fn pod_from_k8s(p: &corev1::Pod) -> Result<model::Pod, ConvertError> {
         labels,
         namespace,
         name,
+        source: None,
     })
 }
 
@@ -774,6 +775,7 @@ pub fn node_from_k8s(n: &corev1::Node) -> Result<model::Node, ConvertError> {
                 last_transition: c.last_transition_time.as_ref().and_then(|t| u64::try_from(t.0.as_millisecond()).ok()),
             })
             .collect(),
+        source: None,
     })
 }
 

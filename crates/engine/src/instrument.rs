@@ -18,6 +18,9 @@ pub trait Instrument: Send + Sync {
     fn plugin_executed(&self, plugin: &'static str, extension_point: &'static str, code: Code, nanos: u64);
     /// One extension point of one cycle, all plugins (and nodes) together.
     fn extension_point(&self, extension_point: &'static str, code: Code, profile: &str, nanos: u64);
+    /// An extender call failed (`verb`: filter, prioritize or bind);
+    /// `ignored` when the cycle went on without it.
+    fn extender_error(&self, _extender: &'static str, _verb: &'static str, _ignored: bool) {}
 }
 
 /// A started measurement; does nothing without an instrument.

@@ -10,6 +10,7 @@ pub mod cache;
 pub mod config;
 pub mod convert;
 pub mod explain;
+pub mod extender;
 pub mod facts;
 pub mod framework;
 pub mod instrument;

@@ -319,6 +319,9 @@ pub struct Pod {
     pub terminating: bool,
     /// `spec.schedulingGates`: the pod is not scheduled while any remain.
     pub scheduling_gates: Vec<String>,
+    /// The API object as received, kept only when an extender needs it
+    /// (extenders are sent whole objects); None otherwise, to save memory.
+    pub source: Option<Arc<serde_json::Value>>,
 }
 
 impl Pod {
@@ -351,6 +354,9 @@ pub struct Node {
     pub annotations: Labels,
     /// `status.conditions`, for the facts that come from them.
     pub conditions: Vec<NodeCondition>,
+    /// The API object as received, kept only when an extender that is not
+    /// nodeCacheCapable needs it.
+    pub source: Option<Arc<serde_json::Value>>,
 }
 
 /// One of a node's `status.conditions`.

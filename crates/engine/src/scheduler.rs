@@ -12,6 +12,7 @@ use crate::algorithm::{Algorithm, ExplainDetails, ScheduleError, ScheduleResult}
 use crate::cache::{Cache, Snapshot};
 use crate::config::Configuration;
 use crate::explain::DecisionRecord;
+use crate::extender::Extender;
 use crate::facts::FactWarning;
 use crate::framework::{Binder, ClusterEvent, Code, CycleState, EventAction, EventResource, Status};
 use crate::model::{Labels, Node, Pod, PodRef};
@@ -31,11 +32,15 @@ pub struct BindingTask {
     pub state: CycleState,
     pub record: DecisionRecord,
     pub queued: QueuedPod,
+    /// The binding extender, when one is configured and wants this pod:
+    /// it binds instead of the Bind plugins, as in kube-scheduler.
+    pub extender: Option<Arc<dyn Extender>>,
 }
 
 impl BindingTask {
-    /// PreBind, then the Bind plugins in order until one does not skip.
-    /// Runs outside the scheduler's lock: it touches no scheduler state.
+    /// PreBind, then the binding extender or the Bind plugins in order
+    /// until one does not skip. Runs outside the scheduler's lock: it
+    /// touches no scheduler state.
     pub fn bind(&mut self, binder: &dyn Binder) -> Status {
         for p in &self.profile.pre_bind {
             let Some(pb) = p.as_pre_bind() else { continue };
@@ -43,6 +48,13 @@ impl BindingTask {
             if !s.is_success() {
                 return s.with_plugin(p.name());
             }
+        }
+        if let Some(ext) = &self.extender {
+            return match ext.bind(&self.pod, &self.node) {
+                Ok(()) => Status::success(),
+                Err(e) => Status::error(e.to_string()),
+            }
+            .with_plugin(ext.name());
         }
         for p in &self.profile.bind {
             let Some(b) = p.as_bind() else { continue };
@@ -88,6 +100,8 @@ pub struct Scheduler {
     algorithm: Algorithm,
     /// Pods held back by a PreEnqueue plugin (e.g. scheduling gates).
     gated: HashMap<String, PodRef>,
+    /// HTTP (or other) extenders, after the plugins; see [`Extender`].
+    extenders: Vec<Arc<dyn Extender>>,
     /// Every fact warning reported so far: each is reported once.
     fact_warnings: HashSet<FactWarning>,
     new_warnings: Vec<FactWarning>,
@@ -127,7 +141,19 @@ impl Scheduler {
             ),
             algorithm: Algorithm::new(cfg.percentage_of_nodes_to_score, seed),
             gated: HashMap::new(),
+            extenders: Vec::new(),
         })
+    }
+
+    /// The extenders to call after the filter and score plugins, and to
+    /// bind with (the one with a bindVerb), as configured.
+    pub fn extenders(&self) -> &[Arc<dyn Extender>] {
+        &self.extenders
+    }
+
+    pub fn set_extenders(&mut self, extenders: Vec<Arc<dyn Extender>>) {
+        self.algorithm.set_extenders(extenders.clone());
+        self.extenders = extenders;
     }
 
     /// Times extension points and plugins for metrics (see
@@ -403,7 +429,16 @@ impl Scheduler {
             return self.fail_after_decision(qp, record, status, now);
         }
         self.queue.done(&qp.pod.uid);
-        CycleOutcome::Assumed(Box::new(BindingTask { pod: assumed, node, profile, state, record, queued: qp }))
+        let extender = self.extenders.iter().find(|e| e.is_binder() && e.is_interested(&assumed)).cloned();
+        CycleOutcome::Assumed(Box::new(BindingTask {
+            pod: assumed,
+            node,
+            profile,
+            state,
+            record,
+            queued: qp,
+            extender,
+        }))
     }
 
     fn fail_after_decision(

@@ -36,6 +36,14 @@ struct PluginLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ExtenderLabels {
+    extender: &'static str,
+    verb: &'static str,
+    /// "true" when the cycle went on without the extender.
+    ignored: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PointLabels {
     extension_point: &'static str,
     status: &'static str,
@@ -93,6 +101,7 @@ pub struct Metrics {
     gpus: Family<StateLabel, Gauge>,
     fragmentation: Gauge<f64, AtomicU64>,
     dropped_reports: Counter,
+    extender_errors: Family<ExtenderLabels, Counter>,
     /// Whether every watch has listed once.
     synced: AtomicBool,
     /// When the scheduling thread last went round its loop (ms since the
@@ -175,8 +184,15 @@ impl Metrics {
             "Events and status updates dropped because their queue was full.",
             dropped_reports.clone(),
         );
+        let extender_errors = Family::<ExtenderLabels, Counter>::default();
+        registry.register(
+            "gpu_scheduler_extender_errors",
+            "Extender calls that failed, by extender (its urlPrefix) and verb; ignored=true when the extender is ignorable and the cycle went on without it.",
+            extender_errors.clone(),
+        );
         Metrics {
             registry,
+            extender_errors,
             attempts,
             attempt_duration,
             pending,
@@ -287,6 +303,11 @@ impl Instrument for Timer {
         let labels = PointLabels { extension_point, status: code.as_str(), profile: profile.to_string() };
         self.metrics.point_duration.get_or_create(&labels).observe(nanos as f64 / 1e9);
     }
+
+    fn extender_error(&self, extender: &'static str, verb: &'static str, ignored: bool) {
+        let labels = ExtenderLabels { extender, verb, ignored: if ignored { "true" } else { "false" } };
+        self.metrics.extender_errors.get_or_create(&labels).inc();
+    }
 }
 
 fn now_ms() -> u64 {
@@ -364,8 +385,11 @@ mod tests {
         let i = timer.instrument();
         i.plugin_executed("NodeResourcesFit", "PreFilter", Code::Success, 20_000);
         i.extension_point("Filter", Code::Unschedulable, "gpu-scheduler", 50_000);
+        i.extender_error("http://ext:8888", "filter", true);
+        i.extender_error("http://ext:8888", "filter", true);
         let timings = timer.encode();
         for want in [
+            "gpu_scheduler_extender_errors_total{extender=\"http://ext:8888\",verb=\"filter\",ignored=\"true\"} 2",
             "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"PreFilter\",status=\"Success\"} 1",
             "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Filter\",status=\"Unschedulable\",profile=\"gpu-scheduler\"} 1",
         ] {

@@ -113,7 +113,8 @@ pub async fn run(
 ) -> Result<RunSummary, KubeError> {
     let names: Vec<String> = scheduler.profiles().iter().map(|p| p.scheduler_name.clone()).collect();
     let (tx, rx) = mpsc::channel::<Input>(INPUT_QUEUE);
-    let sources = watch::spawn_all(&clients.main, &names, tx.clone());
+    let keep = engine::extender::sources_needed(scheduler.extenders());
+    let sources = watch::spawn_all(&clients.main, &names, keep, tx.clone());
     let (reporter, report_worker) = Reporter::start(clients.events.clone(), clients.main.clone(), &options.instance);
 
     // Followers watch and keep their cache warm; only the leader decides.

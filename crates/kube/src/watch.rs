@@ -9,6 +9,7 @@
 //! deletions, so the cache converges on what the API server has.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use engine::convert;
 use engine::model::{Labels, Node, Pod};
@@ -49,13 +50,22 @@ const NOT_FINISHED: &str = "status.phase!=Succeeded,status.phase!=Failed";
 
 /// Starts the watches; changes go to `tx`. Returns the sources the
 /// scheduler must see synced before its first decision.
-pub fn spawn_all<T>(client: &Client, scheduler_names: &[String], tx: mpsc::Sender<T>) -> Vec<Source>
+///
+/// `keep` says whether pods and nodes keep their API objects (extenders are
+/// sent them); without extenders neither does, to save memory.
+pub fn spawn_all<T>(client: &Client, scheduler_names: &[String], keep: (bool, bool), tx: mpsc::Sender<T>) -> Vec<Source>
 where
     T: From<Change> + Send + 'static,
 {
-    spawn(Api::<K8sNode>::all(client.clone()), watcher::Config::default(), Source::Nodes, tx.clone(), |n| {
+    let (keep_pods, keep_nodes) = keep;
+    spawn(Api::<K8sNode>::all(client.clone()), watcher::Config::default(), Source::Nodes, tx.clone(), move |n| {
         match convert::node_from_k8s(n) {
-            Ok(node) => Some(Change::Node(Box::new(node))),
+            Ok(mut node) => {
+                if keep_nodes {
+                    node.source = serde_json::to_value(n).ok().map(Arc::new);
+                }
+                Some(Change::Node(Box::new(node)))
+            }
             Err(e) => {
                 warn!(node = %n.name_any(), "ignoring node: {e}");
                 None
@@ -74,7 +84,14 @@ where
     for name in names {
         let pending =
             watcher::Config::default().fields(&format!("spec.schedulerName={name},spec.nodeName=,{NOT_FINISHED}"));
-        spawn(Api::<K8sPod>::all(client.clone()), pending, Source::PendingPods, tx.clone(), pod_change);
+        let change = move |p: &K8sPod| {
+            let mut change = pod_change(p);
+            if keep_pods && let Some(Change::Pod(pod)) = &mut change {
+                pod.source = serde_json::to_value(p).ok().map(Arc::new);
+            }
+            change
+        };
+        spawn(Api::<K8sPod>::all(client.clone()), pending, Source::PendingPods, tx.clone(), change);
         sources.push(Source::PendingPods);
     }
     sources

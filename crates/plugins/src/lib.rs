@@ -173,11 +173,12 @@ mod tests {
         assert_eq!(p.bind.len(), 1);
     }
 
-    /// Every registered plugin is in the default profile, so none is dead code.
+    /// Every registered plugin is in the default profile, so none is dead
+    /// code, but CelRules: without rules of the user's it has nothing to do.
     #[test]
     fn every_registered_plugin_is_in_the_default_profile() {
         let defaults: Vec<&str> = default_plugins().iter().map(|d| d.name).collect();
-        let mut names: Vec<&str> = registry().names().collect();
+        let mut names: Vec<&str> = registry().names().filter(|n| *n != cel_rules::NAME).collect();
         names.sort();
         let mut want = defaults.clone();
         want.sort();

@@ -10,6 +10,7 @@ use engine::cache::NodeInfo;
 use engine::config::{ConfigError, Configuration};
 use engine::convert;
 use engine::explain::{DecisionRecord, Explanation};
+use engine::extender::{Extender, sources_needed};
 use engine::framework::{Binder, Status};
 use engine::model::Pod;
 use engine::profile::{DefaultPlugin, build_profiles};
@@ -47,6 +48,8 @@ pub struct SimOptions {
     /// others are dropped as soon as their summary is taken, since a
     /// record holds the cluster state it saw.
     pub explain: Option<String>,
+    /// Extenders to call, as a live run would (`extenders:` of the config).
+    pub extenders: Vec<Arc<dyn Extender>>,
 }
 
 /// Where one pending pod ended up.
@@ -152,6 +155,8 @@ fn simulate_in_pool(
     if let Some(pod) = &opts.explain {
         sched.set_explain_details(ExplainDetails::Pod(pod.clone()));
     }
+    sched.set_extenders(opts.extenders.clone());
+    let (keep_pods, keep_nodes) = sources_needed(&opts.extenders);
     let mut now: Millis = u64::try_from(opts.now.as_millisecond()).unwrap_or(0);
     let mut warnings: Vec<String> = Vec::new();
 
@@ -181,9 +186,12 @@ fn simulate_in_pool(
                 }
             }
             Object::Node(n) => {
-                let node = convert::node_from_k8s(n).map_err(|e| {
+                let mut node = convert::node_from_k8s(n).map_err(|e| {
                     field_err(format!("Node {}", n.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
                 })?;
+                if keep_nodes {
+                    node.source = serde_json::to_value(n).ok().map(Arc::new);
+                }
                 if !node_names.insert(node.name.clone()) {
                     return Err(field_err(
                         format!("Node {}", node.name),
@@ -259,6 +267,9 @@ fn simulate_in_pool(
         }
         let mut pod =
             convert::pod_from_k8s(&input.pod).map_err(|e| err(format!("{}{}", input.path, e.path), e.message))?;
+        if keep_pods {
+            pod.source = serde_json::to_value(&input.pod).ok().map(Arc::new);
+        }
         if let Some(sel) = &input.owner_selector {
             pod.owner_selector =
                 Some(convert::label_selector(sel, "spec.selector").map_err(|e| err(e.path, e.message))?);

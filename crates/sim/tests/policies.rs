@@ -11,7 +11,8 @@ const NOW: &str = "2026-01-01T12:00:00Z";
 fn run_with(yaml: &str, cfg: &Configuration, explain: Option<&str>) -> Simulation {
     let mut manifests = Manifests::default();
     manifests.add_str("scenario.yaml", yaml).unwrap_or_else(|e| panic!("bad scenario: {e}"));
-    let opts = SimOptions { seed: 7, now: NOW.parse().unwrap(), explain: explain.map(str::to_string) };
+    let opts =
+        SimOptions { seed: 7, now: NOW.parse().unwrap(), explain: explain.map(str::to_string), extenders: Vec::new() };
     sim::simulate(&manifests, cfg, &plugins::registry(), &plugins::default_plugins(), &opts, &mut |_, _| {})
         .unwrap_or_else(|e| panic!("simulate: {e}"))
 }

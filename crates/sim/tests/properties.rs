@@ -687,7 +687,7 @@ enum Profile {
 fn run(text: &str, seed: u64, profile: Profile) -> Simulation {
     let mut manifests = Manifests::default();
     manifests.add_str("generated.yaml", text).unwrap_or_else(|e| panic!("generated manifests rejected: {e}\n{text}"));
-    let opts = SimOptions { seed, now: "2026-01-01T00:00:00Z".parse().unwrap(), explain: None };
+    let opts = SimOptions { seed, now: "2026-01-01T00:00:00Z".parse().unwrap(), explain: None, extenders: Vec::new() };
     sim::simulate(
         &manifests,
         &Configuration::default(),

@@ -12,7 +12,8 @@ use sim::{Manifests, SimOptions, Simulation};
 fn run(yaml: &str) -> Simulation {
     let mut manifests = Manifests::default();
     manifests.add_str("scenario.yaml", yaml).unwrap_or_else(|e| panic!("bad scenario: {e}"));
-    let opts = SimOptions { seed: 1, now: "2026-01-01T00:00:00Z".parse().unwrap(), explain: None };
+    let opts =
+        SimOptions { seed: 1, now: "2026-01-01T00:00:00Z".parse().unwrap(), explain: None, extenders: Vec::new() };
     sim::simulate(
         &manifests,
         &Configuration::default(),
