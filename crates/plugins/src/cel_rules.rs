@@ -322,6 +322,9 @@ impl PreScorePlugin for CelRules {
 
 impl ScorePlugin for CelRules {
     fn score(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Result<i64, Status> {
+        if self.scores.is_empty() {
+            return Ok(0);
+        }
         let v = self.node_value(node.info());
         let mut sum = 0.0;
         for r in &self.scores {
