@@ -148,9 +148,10 @@ impl Algorithm {
                 continue;
             }
             let infos: Vec<&NodeInfo> = feasible.iter().map(|&i| snap.nodes()[i].as_ref()).collect();
+            let sent: std::collections::HashSet<&str> = infos.iter().map(|i| i.name()).collect();
             let result = ext.filter(pod, &infos).and_then(|r| {
                 // An extender may only remove nodes.
-                match r.passed.iter().find(|n| !infos.iter().any(|i| i.name() == n.as_str())) {
+                match r.passed.iter().find(|n| !sent.contains(n.as_str())) {
                     Some(n) => Err(ExtenderError {
                         extender: ext.name().to_string(),
                         message: format!("claims a filtered node {n:?} which is not found in the input node list"),
@@ -171,12 +172,13 @@ impl Algorithm {
                 }
             };
             let passed: std::collections::HashSet<&str> = r.passed.iter().map(String::as_str).collect();
+            let by_name = |list: &[(String, String)]| -> HashMap<String, String> { list.iter().cloned().collect() };
+            let (unresolvable, failed) = (by_name(&r.failed_and_unresolvable), by_name(&r.failed));
             let reason = |name: &str| {
-                let find = |list: &[(String, String)]| list.iter().find(|(n, _)| n == name).map(|(_, m)| m.clone());
-                if let Some(m) = find(&r.failed_and_unresolvable) {
-                    Status::unresolvable(m)
-                } else if let Some(m) = find(&r.failed) {
-                    Status::unschedulable(m)
+                if let Some(m) = unresolvable.get(name) {
+                    Status::unresolvable(m.clone())
+                } else if let Some(m) = failed.get(name) {
+                    Status::unschedulable(m.clone())
                 } else {
                     Status::unschedulable(format!("node(s) were filtered out by extender {}", ext.name()))
                 }
