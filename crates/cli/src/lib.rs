@@ -40,11 +40,13 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use engine::config::{self, Configuration};
+use engine::extender::Extender;
 use engine::profile::DefaultPlugin;
 use engine::profile::build_profiles;
 use engine::registry::{Factory, Registry};
@@ -256,31 +258,31 @@ fn bad_config(e: impl Into<anyhow::Error>) -> Exit {
 }
 
 impl App {
-    /// Loads and fully validates a configuration, plugins and their args included.
-    fn load_config(&self, path: &PathBuf) -> Result<Configuration, Exit> {
+    /// Loads and fully validates a configuration, plugins and their args
+    /// included, and builds its extenders (reading their TLS material);
+    /// without a file, the default configuration, which has none.
+    fn load_config(&self, path: Option<&PathBuf>) -> Result<(Configuration, Vec<Arc<dyn Extender>>), Exit> {
+        let Some(path) = path else { return Ok((Configuration::default(), Vec::new())) };
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display())).map_err(bad_config)?;
         let cfg = config::parse(&text).with_context(|| format!("{}", path.display())).map_err(bad_config)?;
         build_profiles(&cfg, &self.registry, &self.defaults)
             .with_context(|| format!("{}", path.display()))
             .map_err(bad_config)?;
-        // TLS material of the extenders is read and checked here too.
-        extender::from_config(&cfg.extenders).with_context(|| format!("{}", path.display())).map_err(bad_config)?;
-        Ok(cfg)
+        let extenders =
+            extender::from_config(&cfg.extenders).with_context(|| format!("{}", path.display())).map_err(bad_config)?;
+        Ok((cfg, extenders))
     }
 
     fn check_config(&self, path: &PathBuf) -> Result<(), Exit> {
-        let cfg = self.load_config(path)?;
+        let (cfg, _) = self.load_config(Some(path))?;
         let names: Vec<&str> = cfg.profiles.iter().map(|p| p.scheduler_name.as_str()).collect();
         println!("{}: valid ({} profile(s): {})", path.display(), names.len(), names.join(", "));
         Ok(())
     }
 
     fn simulate(&self, args: SimulateArgs) -> Result<(), Exit> {
-        let cfg = match &args.config {
-            Some(p) => self.load_config(p)?,
-            None => Configuration::default(),
-        };
+        let (cfg, extenders) = self.load_config(args.config.as_ref())?;
         let now = match &args.now {
             Some(t) => t
                 .parse::<jiff::Timestamp>()
@@ -313,7 +315,6 @@ impl App {
             });
             b.set_position(done as u64);
         };
-        let extenders = extender::from_config(&cfg.extenders).map_err(bad_config)?;
         let opts = SimOptions { seed: args.seed, now, explain: args.explain.clone(), extenders };
         let result = sim::simulate(&manifests, &cfg, &self.registry, &self.defaults, &opts, &mut progress);
         if let Some(b) = bar.take() {
@@ -349,13 +350,10 @@ impl App {
     }
 
     fn run_live(&self, args: RunArgs) -> Result<(), Exit> {
-        let cfg = match &args.config {
-            Some(p) => self.load_config(p)?,
-            None => Configuration::default(),
-        };
+        let (cfg, extenders) = self.load_config(args.config.as_ref())?;
         let profiles = build_profiles(&cfg, &self.registry, &self.defaults).map_err(bad_config)?;
         let mut scheduler = engine::scheduler::Scheduler::new(&cfg, profiles, args.seed).map_err(bad_config)?;
-        scheduler.set_extenders(extender::from_config(&cfg.extenders).map_err(bad_config)?);
+        scheduler.set_extenders(extenders);
         let instance = std::env::var("HOSTNAME").unwrap_or_else(|_| "gpu-scheduler".into());
         let le = &cfg.leader_election;
         let leader_election =

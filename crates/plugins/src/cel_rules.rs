@@ -207,14 +207,15 @@ impl CelRules {
         if state.read::<PodValue>().is_none() {
             state.write(PodValue(pod_value(pod)));
         }
-        let mut nodes = self.nodes.write().unwrap_or_else(|e| e.into_inner());
-        if nodes.len() > 2 * snap.nodes().len() + 64 {
-            nodes.retain(|name, _| snap.position(name).is_some());
+        let limit = 2 * snap.nodes().len() + 64;
+        if self.nodes.read().unwrap_or_else(|e| e.into_inner()).len() > limit {
+            self.nodes.write().unwrap_or_else(|e| e.into_inner()).retain(|name, _| snap.position(name).is_some());
         }
     }
 
-    /// Evaluates `rule` for the pod of `state` on `node`.
-    fn eval(&self, rule: &Rule, state: &CycleState, pod: &Pod, node: &NodeValue) -> Result<Value, ExecutionError> {
+    /// Runs `f` with a CEL context holding the pod of `state`, `node` and
+    /// `now`: built once per node and shared by all its rules.
+    fn with_context<R>(&self, state: &CycleState, pod: &Pod, node: &NodeValue, f: impl FnOnce(&Context) -> R) -> R {
         let built;
         let pod_val: &dyn Val = match state.read::<PodValue>() {
             Some(p) => p.0.as_ref(),
@@ -224,26 +225,28 @@ impl CelRules {
             }
         };
         let vars = Vars { pod: pod_val, node: node.value.as_ref(), now: now_value(state) };
-        evaluate(&self.env, &rule.program, &vars)
+        f(&context(&self.env, &vars))
     }
 
     /// Each rule's value on `node`, for an explanation.
     pub fn values(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Vec<(String, String)> {
         let v = self.node_value(node.info());
-        self.filters
-            .iter()
-            .chain(&self.scores)
-            .map(|r| {
-                let shown = match self.eval(r, state, pod, &v) {
-                    Ok(value) => match r.kind {
-                        Kind::Filter { .. } => show(&value),
-                        Kind::Score { weight } => format!("{} (weight {weight})", number(&value).map_or(0, clamp)),
-                    },
-                    Err(e) => format!("error: {e}"),
-                };
-                (r.name.clone(), shown)
-            })
-            .collect()
+        self.with_context(state, pod, &v, |ctx| {
+            self.filters
+                .iter()
+                .chain(&self.scores)
+                .map(|r| {
+                    let shown = match r.program.execute(ctx) {
+                        Ok(value) => match r.kind {
+                            Kind::Filter { .. } => show(&value),
+                            Kind::Score { weight } => format!("{} (weight {weight})", number(&value).map_or(0, clamp)),
+                        },
+                        Err(e) => format!("error: {e}"),
+                    };
+                    (r.name.clone(), shown)
+                })
+                .collect()
+        })
     }
 }
 
@@ -291,18 +294,24 @@ impl PreFilterPlugin for CelRules {
 impl FilterPlugin for CelRules {
     fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Status {
         let v = self.node_value(node.info());
-        for r in &self.filters {
-            let Kind::Filter { reason } = &r.kind else { continue };
-            match self.eval(r, state, pod, &v) {
-                Ok(Value::Bool(true)) => {}
-                Ok(Value::Bool(false)) => return Status::unschedulable(reason.clone()),
-                Ok(other) => {
-                    return Status::unschedulable(format!("rule {} gave {} instead of a bool", r.name, show(&other)));
+        self.with_context(state, pod, &v, |ctx| {
+            for r in &self.filters {
+                let Kind::Filter { reason } = &r.kind else { continue };
+                match r.program.execute(ctx) {
+                    Ok(Value::Bool(true)) => {}
+                    Ok(Value::Bool(false)) => return Status::unschedulable(reason.clone()),
+                    Ok(other) => {
+                        return Status::unschedulable(format!(
+                            "rule {} gave {} instead of a bool",
+                            r.name,
+                            show(&other)
+                        ));
+                    }
+                    Err(e) => return Status::unschedulable(format!("rule {} failed: {e}", r.name)),
                 }
-                Err(e) => return Status::unschedulable(format!("rule {} failed: {e}", r.name)),
             }
-        }
-        Status::success()
+            Status::success()
+        })
     }
 
     fn explain(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Vec<(String, String)> {
@@ -326,14 +335,18 @@ impl ScorePlugin for CelRules {
             return Ok(0);
         }
         let v = self.node_value(node.info());
-        let mut sum = 0.0;
-        for r in &self.scores {
-            let Kind::Score { weight } = r.kind else { continue };
-            // A rule that fails on this node scores 0 here (the
-            // explanation shows why); it does not fail the cycle.
-            let s = self.eval(r, state, pod, &v).ok().as_ref().and_then(number).map_or(0, clamp);
-            sum += s as f64 * weight;
-        }
+        let sum: f64 = self.with_context(state, pod, &v, |ctx| {
+            self.scores
+                .iter()
+                .map(|r| {
+                    let Kind::Score { weight } = r.kind else { return 0.0 };
+                    // A rule that fails on this node scores 0 here (the
+                    // explanation shows why); it does not fail the cycle.
+                    let s = r.program.execute(ctx).ok().as_ref().and_then(number).map_or(0, clamp);
+                    s as f64 * weight
+                })
+                .sum()
+        });
         Ok((sum / self.total_weight).round() as i64)
     }
 
@@ -361,10 +374,11 @@ fn compile(env: &Env, name: &str, source: &str) -> Result<Program, String> {
     })
 }
 
-fn evaluate(env: &Arc<Env>, program: &Program, vars: &Vars<'_>) -> Result<Value, ExecutionError> {
+/// A context resolving `pod`, `node` and `now` from `vars`.
+fn context<'v>(env: &Arc<Env>, vars: &'v Vars<'_>) -> Context<'v, 'v> {
     let mut ctx = Context::with_env(env.clone());
     ctx.set_variable_resolver(vars);
-    program.execute(&ctx)
+    ctx
 }
 
 /// The variables of one evaluation, borrowed: nothing is copied per call.
@@ -610,7 +624,7 @@ impl Samples {
     fn check(&self, env: &Arc<Env>, rule: &Rule, source: &str) -> Result<(), String> {
         for node in &self.nodes {
             let vars = Vars { pod: self.pod.as_ref(), node: node.as_ref(), now: CelInt::from(1_800_000_000) };
-            match evaluate(env, &rule.program, &vars) {
+            match rule.program.execute(&context(env, &vars)) {
                 Ok(v) => {
                     let ok = match rule.kind {
                         Kind::Filter { .. } => matches!(v, Value::Bool(_)),
