@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::ConfigError;
 use crate::model::{LABEL_ZONE, Node, Pod};
-use crate::queue::Millis;
+use crate::time::Millis;
 
 pub const LABEL_GPU_MODEL: &str = "gpu-model";
 pub const LABEL_GPU_PRODUCT: &str = "nvidia.com/gpu.product";

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::cache::{NodeList, NodeView, Snapshot};
 use crate::model::{LabelSelector, Pod};
-use crate::queue::Millis;
+use crate::time::Millis;
 
 /// Highest score a Score plugin may give a node after normalisation.
 pub const MAX_NODE_SCORE: i64 = 100;

@@ -23,3 +23,4 @@ pub mod registry;
 pub mod resources;
 pub mod scheduler;
 pub mod testing;
+pub mod time;

@@ -14,8 +14,8 @@ use std::ops::Deref;
 
 use crate::facts::{Cloud, GPU_RESOURCE, NodeFacts};
 use crate::model::{HostPort, Node, PodRef, TaintEffect};
-use crate::queue::Millis;
 use crate::resources::Resources;
+use crate::time::Millis;
 
 /// The aggregated state of one node: the node and the pods on it.
 #[derive(Debug, Clone)]

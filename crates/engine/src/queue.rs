@@ -10,12 +10,10 @@ use std::sync::Arc;
 
 use crate::framework::{ClusterEvent, Plugin};
 use crate::model::PodRef;
-
-/// Milliseconds on the caller's clock.
-pub type Millis = u64;
+use crate::time::{MINUTE, Millis};
 
 /// How long a pod may stay unschedulable before it is retried anyway.
-pub const UNSCHEDULABLE_FLUSH_MS: Millis = 5 * 60 * 1000;
+pub const UNSCHEDULABLE_FLUSH_MS: Millis = 5 * MINUTE;
 
 /// A pod waiting to be scheduled, with its queue bookkeeping.
 #[derive(Debug, Clone)]

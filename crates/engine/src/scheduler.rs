@@ -17,7 +17,8 @@ use crate::facts::FactWarning;
 use crate::framework::{Binder, ClusterEvent, Code, CycleState, EventAction, EventResource, Status};
 use crate::model::{Labels, Node, Pod, PodRef};
 use crate::profile::Profile;
-use crate::queue::{Millis, QueuedPod, SchedulingQueue};
+use crate::queue::{QueuedPod, SchedulingQueue};
+use crate::time::Millis;
 
 /// Stands for "no plugin" when a pod failed because the cluster has no
 /// nodes: unknown to the event registry, so every event requeues it.

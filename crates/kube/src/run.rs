@@ -14,8 +14,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use engine::algorithm::ExplainDetails;
 use engine::framework::Status;
-use engine::queue::Millis;
 use engine::scheduler::{BindingTask, CycleOutcome, Scheduler};
+use engine::time::Millis;
 use tokio::runtime::Handle;
 use tokio::sync::{Semaphore, mpsc};
 use tracing::{debug, info, warn};

@@ -5,8 +5,8 @@
 use engine::config::go_duration;
 use engine::framework::{ClusterEvent, EventAction, EventResource, Status};
 use engine::model::{Node, Pod, Taint, TaintEffect, Toleration};
-use engine::queue::Millis;
 use engine::registry::{ArgsError, decode_args};
+use engine::time::Millis;
 use serde::Deserialize;
 
 /// Maps raw scores from `[0, max(scores)]` onto `[0, max_priority]`, as

@@ -19,8 +19,8 @@ use engine::framework::{
     PreScorePlugin, ScorePlugin, Status,
 };
 use engine::model::Pod;
-use engine::queue::Millis;
 use engine::registry::{ArgsError, decode_args};
+use engine::time::Millis;
 use serde::Deserialize;
 
 use crate::helper::{duration_ms, node_events, skip_if};

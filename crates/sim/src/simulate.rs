@@ -14,9 +14,9 @@ use engine::extender::{Extender, sources_needed};
 use engine::framework::{Binder, Status};
 use engine::model::Pod;
 use engine::profile::{DefaultPlugin, build_profiles};
-use engine::queue::Millis;
 use engine::registry::Registry;
 use engine::scheduler::{CycleOutcome, Scheduler};
+use engine::time::Millis;
 use k8s_openapi::api::core::v1::Pod as K8sPod;
 use thiserror::Error;
 
