@@ -334,7 +334,7 @@ impl Algorithm {
                         num_all_nodes: all.len(),
                         pre_filter: Some(status),
                         rejected: Vec::new(),
-                        absent_status: None,
+                        absent: Vec::new(),
                         post_filter_msg: None,
                     })));
                 }
@@ -364,7 +364,9 @@ impl Algorithm {
         // The nominated node (a previous PostFilter's choice) is tried first.
         let mut feasible: Vec<usize> = Vec::new();
         let mut rejected: Vec<(usize, Status)> = Vec::new();
-        if let Some(i) = pod.nominated_node_name.as_deref().and_then(|n| snap.position(n)) {
+        let nominated = pod.nominated_node_name.as_deref().and_then(|n| snap.position(n));
+        let allowed = |i: &usize| state.restriction().is_none_or(|r| r.positions.binary_search(i).is_ok());
+        if let Some(i) = nominated.filter(allowed) {
             match filter_node(&filters, state, pod, &snap.view(i)) {
                 Ok(()) => feasible.push(i),
                 Err(s) if s.code == Code::Error => return Err(ScheduleError::Internal(s)),
@@ -372,14 +374,33 @@ impl Algorithm {
             }
         }
 
-        let mut absent = 0;
+        let mut absent: Vec<(usize, Status)> = Vec::new();
         if feasible.is_empty() {
-            let narrowed: Option<Vec<usize>> = only.as_ref().map(|names| {
+            let mut narrowed: Option<Vec<usize>> = only.as_ref().map(|names| {
                 let mut positions: Vec<usize> = names.iter().filter_map(|n| snap.position(n)).collect();
                 positions.sort_unstable(); // search order, not the set's
-                absent = all.len() - positions.len();
                 positions
             });
+            if let Some(n) = &narrowed
+                && n.len() < all.len()
+            {
+                narrowed_by.sort_unstable();
+                let message = format!("node(s) didn't satisfy plugin(s) [{}]", narrowed_by.join(" "));
+                let plugin = narrowed_by.first().copied().unwrap_or("PreFilter");
+                absent.push((all.len() - n.len(), Status::unresolvable(message).with_plugin(plugin)));
+            }
+            if let Some(r) = state.restriction() {
+                let before = narrowed.as_ref().map_or(all.len(), Vec::len);
+                let kept: Vec<usize> = match &narrowed {
+                    Some(n) => n.iter().copied().filter(|i| r.positions.binary_search(i).is_ok()).collect(),
+                    None => r.positions.to_vec(),
+                };
+                if kept.len() < before {
+                    let status = Status::unresolvable(r.reason.to_string()).with_plugin(r.plugin);
+                    absent.push((before - kept.len(), status));
+                }
+                narrowed = Some(kept);
+            }
             let candidates = match &narrowed {
                 Some(positions) => NodeList::new(snap, positions),
                 None => snap.node_list(),
@@ -409,16 +430,11 @@ impl Algorithm {
         let filter_code = if feasible.is_empty() { Code::Unschedulable } else { Code::Success };
         filter_span.point("Filter", filter_code, profile_name);
         if feasible.is_empty() {
-            narrowed_by.sort_unstable();
-            let absent_status = (absent > 0).then(|| {
-                let message = format!("node(s) didn't satisfy plugin(s) [{}]", narrowed_by.join(" "));
-                (absent, Status::unresolvable(message).with_plugin(narrowed_by.first().copied().unwrap_or("PreFilter")))
-            });
             return Err(ScheduleError::Unschedulable(Box::new(FitError {
                 num_all_nodes: all.len(),
                 pre_filter: None,
                 rejected,
-                absent_status,
+                absent,
                 post_filter_msg: None,
             })));
         }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
+use crate::disruption::Pdb;
 use crate::facts::{Cloud, FactWarning, FactsConfig, NodeFacts, service_identity};
 use crate::model::{LABEL_REGION, LABEL_ZONE, Labels, Node, Pod, PodRef};
 pub use crate::node_info::{FactCounts, NodeInfo, NodeSummary, NodeView};
@@ -66,6 +67,20 @@ pub struct Cache {
     /// Service by the generation of its latest change (as `changes`).
     service_changes: BTreeMap<u64, String>,
     service_generation: HashMap<String, u64>,
+    /// Members of each gang held here (bound or assumed), and how many of
+    /// them run: what gang cycles and PodGroup statuses count.
+    groups: HashMap<String, GroupCounts>,
+    /// PodDisruptionBudgets by `NAMESPACE/NAME`, for preemption.
+    pdbs: BTreeMap<String, Pdb>,
+    pdbs_generation: u64,
+}
+
+/// A gang's members in the cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupCounts {
+    /// Bound or assumed.
+    pub placed: u32,
+    pub running: u32,
 }
 
 /// Where the pods of one service (DESIGN.md §4: namespace + `app` label)
@@ -136,6 +151,39 @@ impl Cache {
             self.service_changes.remove(&old);
         }
         self.service_changes.insert(self.generation, service);
+    }
+
+    /// Counts `pod` (+1 or -1) for its gang, if it has one.
+    fn count_member(&mut self, pod: &Pod, delta: i32) {
+        let Some(key) = pod.group_key() else { return };
+        let c = self.groups.entry(key.clone()).or_default();
+        c.placed = c.placed.saturating_add_signed(delta);
+        if pod.running {
+            c.running = c.running.saturating_add_signed(delta);
+        }
+        if c.placed == 0 {
+            self.groups.remove(&key);
+        }
+    }
+
+    /// The members of gang `key` held here.
+    pub fn group_counts(&self, key: &str) -> GroupCounts {
+        self.groups.get(key).copied().unwrap_or_default()
+    }
+
+    /// Adds or replaces a PodDisruptionBudget.
+    pub fn upsert_pdb(&mut self, pdb: Pdb) {
+        let key = format!("{}/{}", pdb.namespace, pdb.name);
+        if self.pdbs.get(&key) != Some(&pdb) {
+            self.pdbs.insert(key, pdb);
+            self.pdbs_generation += 1;
+        }
+    }
+
+    pub fn remove_pdb(&mut self, namespace: &str, name: &str) {
+        if self.pdbs.remove(&format!("{namespace}/{name}")).is_some() {
+            self.pdbs_generation += 1;
+        }
     }
 
     fn touch(&mut self, name: &str) -> &mut NodeInfo {
@@ -234,6 +282,7 @@ impl Cache {
         info.add_pod(pod.clone());
         let facts = info.facts.clone();
         self.account(&pod, &facts, 1);
+        self.count_member(&pod, 1);
         self.pods.insert(pod.uid.clone(), PodState { pod, assumed: true });
         Ok(())
     }
@@ -267,6 +316,7 @@ impl Cache {
         info.add_pod(pod.clone());
         let facts = info.facts.clone();
         self.account(&pod, &facts, 1);
+        self.count_member(&pod, 1);
         self.pods.insert(pod.uid.clone(), PodState { pod, assumed: false });
         Ok(())
     }
@@ -287,6 +337,7 @@ impl Cache {
             (!info.has_node && info.pods.is_empty(), info.facts.clone())
         };
         self.account(&state.pod, &facts, -1);
+        self.count_member(&state.pod, -1);
         if drop_placeholder && let Some(info) = self.nodes.remove(node) {
             self.changes.remove(&info.generation);
         }
@@ -331,7 +382,15 @@ impl Cache {
             snap.namespaces = self.namespaces.clone();
             snap.namespaces_generation = self.namespaces_generation;
         }
+        self.update_pdbs(snap);
         snap.generation = self.generation;
+    }
+
+    fn update_pdbs(&self, snap: &mut Snapshot) {
+        if snap.pdbs_generation != self.pdbs_generation {
+            snap.pdbs = Arc::new(self.pdbs.values().cloned().collect());
+            snap.pdbs_generation = self.pdbs_generation;
+        }
     }
 
     fn rebuild_snapshot(&self, snap: &mut Snapshot) {
@@ -368,6 +427,7 @@ impl Cache {
         snap.index_affinity();
         snap.namespaces = self.namespaces.clone();
         snap.namespaces_generation = self.namespaces_generation;
+        self.update_pdbs(snap);
         snap.generation = self.generation;
         snap.node_set_generation = self.node_set_generation;
     }
@@ -435,9 +495,11 @@ pub struct Snapshot {
     with_affinity: Vec<usize>,
     with_required_anti_affinity: Vec<usize>,
     namespaces: Arc<HashMap<String, Labels>>,
+    pdbs: Arc<Vec<Pdb>>,
     generation: u64,
     node_set_generation: u64,
     namespaces_generation: u64,
+    pdbs_generation: u64,
 }
 
 impl Snapshot {
@@ -492,6 +554,11 @@ impl Snapshot {
     /// Where the pods of `service` (from `facts::service_identity`) run.
     pub fn service(&self, service: &str) -> Option<&ServiceStats> {
         self.services.get(service).map(|s| &**s)
+    }
+
+    /// The PodDisruptionBudgets, for preemption.
+    pub fn pdbs(&self) -> &[Pdb] {
+        &self.pdbs
     }
 
     pub fn namespace_labels(&self, namespace: &str) -> Option<&Labels> {

@@ -18,9 +18,10 @@ pub struct FitError {
     pub pre_filter: Option<Status>,
     /// Nodes rejected by a Filter plugin (by snapshot position).
     pub rejected: Vec<(usize, Status)>,
-    /// Nodes never evaluated because PreFilter narrowed the candidates; they
-    /// count under this status (kube's "absent nodes" status).
-    pub absent_status: Option<(usize, Status)>,
+    /// Nodes never evaluated because PreFilter narrowed the candidates (or
+    /// a gang's topology domain excluded them); each group counts under its
+    /// status (kube's "absent nodes" status).
+    pub absent: Vec<(usize, Status)>,
     pub post_filter_msg: Option<String>,
 }
 
@@ -29,7 +30,7 @@ impl FitError {
     pub fn unschedulable_plugins(&self) -> HashSet<&'static str> {
         let mut set: HashSet<&'static str> = self.rejected.iter().map(|(_, s)| s.plugin).collect();
         set.extend(self.pre_filter.iter().map(|s| s.plugin));
-        set.extend(self.absent_status.iter().map(|(_, s)| s.plugin));
+        set.extend(self.absent.iter().map(|(_, s)| s.plugin));
         set.retain(|p| !p.is_empty());
         set
     }
@@ -48,7 +49,7 @@ impl FitError {
                     *counts.entry(r.as_ref()).or_default() += 1;
                 }
             }
-            if let Some((n, s)) = &self.absent_status {
+            for (n, s) in &self.absent {
                 for r in &s.reasons {
                     *counts.entry(r.as_ref()).or_default() += n;
                 }
@@ -97,6 +98,32 @@ pub struct DecisionRecord {
     /// Per feasible node (same order as `feasible`), what plugins said
     /// about it beyond their scores; filled only for explained decisions.
     pub details: Vec<Vec<Detail>>,
+    /// For a gang member decided with its gang: the gang's decision.
+    pub gang: Option<GangDecision>,
+}
+
+/// A gang decided in one cycle: where each member went, or why not.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct GangDecision {
+    /// `NAMESPACE/NAME` of the PodGroup.
+    pub group: String,
+    pub min_member: u32,
+    /// Members already bound or assumed before this decision.
+    pub placed_before: u32,
+    /// The topology domain the gang was placed in (`key=value`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    pub members: Vec<GangMember>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct GangMember {
+    pub pod: String,
+    pub node: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// One value a plugin reported about a node (e.g. a rule and its result).
@@ -151,6 +178,8 @@ pub struct Explanation {
     pub evaluated_nodes: usize,
     pub feasible_nodes: usize,
     pub nodes: Vec<NodeVerdict>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gang: Option<GangDecision>,
 }
 
 impl DecisionRecord {
@@ -227,6 +256,7 @@ impl DecisionRecord {
             evaluated_nodes: self.evaluated_nodes,
             feasible_nodes: self.feasible.len(),
             nodes: feasible,
+            gang: self.gang.clone(),
         }
     }
 }
@@ -252,7 +282,7 @@ mod tests {
                 (3, fit(&["node(s) had untolerated taint(s)"], "TaintToleration")),
                 (4, fit(&["node(s) had untolerated taint(s)"], "TaintToleration")),
             ],
-            absent_status: None,
+            absent: Vec::new(),
             post_filter_msg: None,
         };
         assert_eq!(
@@ -268,7 +298,7 @@ mod tests {
             num_all_nodes: 3,
             pre_filter: Some(Status::unresolvable("node(s) didn't match Pod's node affinity/selector")),
             rejected: vec![],
-            absent_status: None,
+            absent: Vec::new(),
             post_filter_msg: None,
         };
         assert_eq!(err.message(), "0/3 nodes are available: node(s) didn't match Pod's node affinity/selector.");

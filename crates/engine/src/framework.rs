@@ -124,6 +124,17 @@ pub struct CycleState {
     entries: Vec<(TypeId, Box<dyn Any + Send + Sync>)>,
     now: Millis,
     node_selector: Option<Arc<LabelSelector>>,
+    restriction: Option<Restriction>,
+}
+
+/// Nodes a cycle is limited to by the engine itself (a gang's topology
+/// domain): the others count as rejected for `reason`.
+#[derive(Debug, Clone)]
+pub struct Restriction {
+    /// Snapshot positions, sorted.
+    pub positions: Arc<Vec<usize>>,
+    pub plugin: &'static str,
+    pub reason: Arc<str>,
 }
 
 impl CycleState {
@@ -135,7 +146,7 @@ impl CycleState {
     /// A cycle at `now` (milliseconds since the epoch): the clock that
     /// time-dependent rules (spot expiry, alert windows) compare against.
     pub fn at(now: Millis) -> Self {
-        CycleState { entries: Vec::new(), now, node_selector: None }
+        CycleState { entries: Vec::new(), now, node_selector: None, restriction: None }
     }
 
     pub fn now(&self) -> Millis {
@@ -149,6 +160,15 @@ impl CycleState {
 
     pub fn set_node_selector(&mut self, selector: Option<Arc<LabelSelector>>) {
         self.node_selector = selector;
+    }
+
+    /// The nodes this cycle is limited to, if the engine limited it.
+    pub fn restriction(&self) -> Option<&Restriction> {
+        self.restriction.as_ref()
+    }
+
+    pub fn set_restriction(&mut self, restriction: Option<Restriction>) {
+        self.restriction = restriction;
     }
 
     pub fn write<T: Any + Send + Sync>(&mut self, value: T) {

@@ -319,9 +319,26 @@ pub struct Pod {
     pub terminating: bool,
     /// `spec.schedulingGates`: the pod is not scheduled while any remain.
     pub scheduling_gates: Vec<String>,
+    /// The gang it belongs to: the PodGroup named by its label
+    /// `scheduling.x-k8s.io/pod-group`, in its own namespace.
+    pub pod_group: Option<String>,
+    /// `spec.preemptionPolicy`: `Never` keeps it from preempting others.
+    pub preemption_policy: PreemptionPolicy,
+    /// `status.startTime` (ms since the epoch), for preemption's tie-break.
+    pub start_time: Option<u64>,
+    /// `status.phase` is Running (PodGroup status counts it).
+    pub running: bool,
     /// The API object as received, kept only when an extender needs it
     /// (extenders are sent whole objects); None otherwise, to save memory.
     pub source: Option<Arc<serde_json::Value>>,
+}
+
+/// `spec.preemptionPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PreemptionPolicy {
+    #[default]
+    PreemptLowerPriority,
+    Never,
 }
 
 impl Pod {
@@ -332,6 +349,11 @@ impl Pod {
 
     pub fn has_required_anti_affinity(&self) -> bool {
         !self.pod_anti_affinity.required.is_empty()
+    }
+
+    /// `NAMESPACE/GROUP` of its PodGroup, if it belongs to a gang.
+    pub fn group_key(&self) -> Option<String> {
+        self.pod_group.as_ref().map(|g| format!("{}/{g}", self.namespace))
     }
 
     pub fn has_affinity(&self) -> bool {

@@ -30,6 +30,9 @@ pub struct QueuedPod {
     /// Plugins that rejected it in the last attempt; events those plugins
     /// registered move it back. Empty means any event (or an error).
     pub unschedulable_plugins: HashSet<&'static str>,
+    /// Not retried before this time, whatever its attempts say (a gang
+    /// backed off for its timeout).
+    pub not_before: Millis,
     /// The scheduling cycle of its last pop.
     cycle: u64,
 }
@@ -180,6 +183,7 @@ impl SchedulingQueue {
             first_seen: now,
             timestamp: now,
             unschedulable_plugins: HashSet::new(),
+            not_before: 0,
             cycle: 0,
         };
         self.push_active(qp);
@@ -239,7 +243,7 @@ impl SchedulingQueue {
     }
 
     fn backoff_expiry(&self, qp: &QueuedPod) -> Millis {
-        qp.timestamp + self.backoff_duration(qp.attempts)
+        (qp.timestamp + self.backoff_duration(qp.attempts)).max(qp.not_before)
     }
 
     /// Moves pods whose backoff expired, and pods unschedulable for longer
@@ -296,6 +300,66 @@ impl SchedulingQueue {
             self.parked.insert(qp.pod.uid.clone(), qp.clone());
             return Some(qp);
         }
+    }
+
+    /// Takes these pods out of the queue wherever they wait, as `pop`
+    /// does (attempt counted, in flight): the other members of a gang
+    /// being scheduled together. Pods already in flight or unknown are
+    /// skipped. One pass over the active heap for all of them.
+    pub fn take(&mut self, uids: &HashSet<String>) -> Vec<QueuedPod> {
+        let mut taken = Vec::with_capacity(uids.len());
+        let in_active = uids.iter().any(|u| self.place.get(u) == Some(&Place::Active));
+        if in_active {
+            let entries = std::mem::take(&mut self.active).into_vec();
+            let mut kept = Vec::with_capacity(entries.len());
+            for e in entries {
+                if uids.contains(&e.qp.pod.uid) && self.place.get(&e.qp.pod.uid) == Some(&Place::Active) {
+                    taken.push(e.qp);
+                } else {
+                    kept.push(e);
+                }
+            }
+            self.active = kept.into();
+        }
+        for uid in uids {
+            if matches!(self.place.get(uid), Some(Place::Backoff | Place::Unschedulable))
+                && let Some(qp) = self.parked.remove(uid)
+            {
+                taken.push(qp);
+            }
+        }
+        for qp in &mut taken {
+            self.cycle += 1;
+            qp.attempts += 1;
+            qp.cycle = self.cycle;
+            self.set_place(&qp.pod.uid, Some(Place::InFlight));
+            self.parked.insert(qp.pod.uid.clone(), qp.clone());
+        }
+        taken
+    }
+
+    /// Moves these unschedulable pods back to the active queue (or to
+    /// backoff while it lasts): an event only they care about, such as a
+    /// new member of their gang.
+    pub fn activate(&mut self, uids: &[String], now: Millis) {
+        for uid in uids {
+            if self.place.get(uid) == Some(&Place::Unschedulable)
+                && let Some(qp) = self.parked.remove(uid)
+            {
+                self.requeue(qp, now);
+            }
+        }
+    }
+
+    /// Retries the in-flight pod no earlier than `until` (a gang backed
+    /// off for its timeout).
+    pub fn add_backoff_until(&mut self, mut qp: QueuedPod, until: Millis, now: Millis) {
+        if !self.place.contains_key(&qp.pod.uid) {
+            return; // deleted meanwhile
+        }
+        qp.timestamp = now;
+        qp.not_before = until;
+        self.push_backoff(qp);
     }
 
     /// The in-flight pod was placed (assumed): it leaves the queue.

@@ -5,9 +5,11 @@
 
 use std::fmt;
 
+use engine::convert::PodGroupObject;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -48,6 +50,8 @@ pub enum Object {
     ReplicaSet(Box<ReplicaSet>),
     StatefulSet(Box<StatefulSet>),
     Job(Box<Job>),
+    PodGroup(Box<PodGroupObject>),
+    PodDisruptionBudget(Box<PodDisruptionBudget>),
 }
 
 /// Everything read, in input order, with where each came from; `ignored`
@@ -119,9 +123,23 @@ impl Manifests {
                 Object::StatefulSet(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
             }
             ("batch/v1", "Job") => Object::Job(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?)),
+            (engine::gang::API_VERSION, engine::gang::KIND) => {
+                Object::PodGroup(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
+            }
+            ("policy/v1", "PodDisruptionBudget") => {
+                Object::PodDisruptionBudget(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
+            }
             (
                 _,
-                "Node" | "Pod" | "Namespace" | "PriorityClass" | "Deployment" | "ReplicaSet" | "StatefulSet" | "Job",
+                "Node"
+                | "Pod"
+                | "Namespace"
+                | "PriorityClass"
+                | "Deployment"
+                | "ReplicaSet"
+                | "StatefulSet"
+                | "Job"
+                | "PodDisruptionBudget",
             ) => {
                 return Err(field(
                     "apiVersion",

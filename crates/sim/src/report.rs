@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use engine::explain::Explanation;
+use engine::explain::{Explanation, GangDecision};
 
 use crate::simulate::Simulation;
 
@@ -213,5 +213,24 @@ pub fn explanation_table(e: &Explanation) -> String {
         })
         .collect();
     out.push_str(&table(&header, &rows));
+    if let Some(g) = &e.gang {
+        out.push_str(&gang_table(g));
+    }
+    out
+}
+
+/// A gang decision: each member's node, or why it found none.
+fn gang_table(g: &GangDecision) -> String {
+    let within = g.domain.as_ref().map_or_else(String::new, |d| format!(", within {d}"));
+    let mut out =
+        format!("\nGang {} (minMember {}, {} placed before{within}):\n", g.group, g.min_member, g.placed_before);
+    let rows: Vec<Vec<String>> = g
+        .members
+        .iter()
+        .map(|m| {
+            vec![m.pod.clone(), m.node.clone().unwrap_or_else(|| "-".into()), m.reason.clone().unwrap_or_default()]
+        })
+        .collect();
+    out.push_str(&table(&["MEMBER", "NODE", "REASON"], &rows));
     out
 }

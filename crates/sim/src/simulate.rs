@@ -164,6 +164,7 @@ fn simulate_in_pool(
     let mut global_default: Option<i32> = None;
     let mut pods: Vec<InputPod> = Vec::new();
     let mut node_names: HashSet<String> = HashSet::new();
+    let mut group_names: HashSet<String> = HashSet::new();
     let mut namespaces: HashSet<String> = HashSet::new();
     for (source, obj) in &manifests.objects {
         let field_err = |object: String, path: String, message: String| {
@@ -224,6 +225,29 @@ fn simulate_in_pool(
             Object::Job(j) => {
                 let label = workload_label("Job", &j.metadata);
                 push_expanded(&mut pods, source, label, workloads::expand_job(j))
+            }
+            Object::PodGroup(g) => {
+                let group = convert::pod_group_from_object(g).map_err(|e| {
+                    field_err(format!("PodGroup {}", g.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
+                })?;
+                if !group_names.insert(group.key()) {
+                    return Err(field_err(
+                        format!("PodGroup {}", group.key()),
+                        "metadata.name".into(),
+                        "duplicate PodGroup".into(),
+                    ));
+                }
+                sched.on_pod_group_upsert(group, now);
+            }
+            Object::PodDisruptionBudget(b) => {
+                let pdb = convert::pdb_from_k8s(b).map_err(|e| {
+                    field_err(
+                        format!("PodDisruptionBudget {}", b.metadata.name.as_deref().unwrap_or("")),
+                        e.path,
+                        e.message,
+                    )
+                })?;
+                sched.on_pdb_upsert(pdb);
             }
         }
     }

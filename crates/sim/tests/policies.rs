@@ -346,3 +346,58 @@ fn malformed_annotations_are_ignored_with_a_warning() {
     assert_eq!(sim.warnings.len(), 3, "{:?}", sim.warnings);
     assert!(sim.warnings.iter().any(|w| w.contains("temperature-celsius \"hot\": not a number")), "{:?}", sim.warnings);
 }
+
+/// A PyTorchJob-shaped gang: a Job whose template carries the pod-group
+/// label expands into members of the PodGroup read from the manifests,
+/// placed together within one zone (the group's topology key), with the
+/// gang's decision in the explanation.
+#[test]
+fn a_job_with_the_pod_group_label_is_placed_as_a_gang() {
+    let job = |name: &str, group: &str, n: u32| {
+        format!(
+            "apiVersion: batch/v1\nkind: Job\nmetadata: {{name: {name}, namespace: ml}}\nspec:\n  parallelism: {n}\n  completions: {n}\n  template:\n    metadata:\n      labels: {{scheduling.x-k8s.io/pod-group: {group}, gpu-scheduler.io/workload: training}}\n    spec:\n      schedulerName: gpu-scheduler\n      restartPolicy: Never\n      tolerations:\n      - {{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}}\n      containers:\n      - name: worker\n        image: trainer\n        resources:\n          limits: {{cpu: \"8\", memory: 64Gi, nvidia.com/gpu: \"8\"}}\n---\n"
+        )
+    };
+    let group = |name: &str, min: u32| {
+        format!(
+            "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata:\n  name: {name}\n  namespace: ml\n  annotations: {{gpu-scheduler.io/topology-key: topology.kubernetes.io/zone}}\nspec: {{minMember: {min}}}\n---\n"
+        )
+    };
+    let mut yaml = String::new();
+    for (zone, n) in [("a", 3), ("b", 4)] {
+        for i in 1..=n {
+            yaml.push_str(&node(
+                &format!("{zone}{i}"),
+                "96",
+                "1024Gi",
+                8,
+                &format!("topology.kubernetes.io/zone: {zone}, gpu-model: a100"),
+                "",
+            ));
+        }
+    }
+    yaml.push_str(&group("pretrain", 4));
+    yaml.push_str(&job("pretrain", "pretrain", 4));
+    // A second gang of 4 finds no zone with 4 free nodes left: none of it runs.
+    yaml.push_str(&group("finetune", 4));
+    yaml.push_str(&job("finetune", "finetune", 4));
+    // Pod names come from the Job; the first run finds one to explain.
+    let first = run(&yaml);
+    let member = first.placements.iter().find(|p| p.pod.starts_with("ml/finetune-")).map(|p| p.pod.clone());
+    let member = member.unwrap_or_else(|| panic!("no finetune pod"));
+    let sim = run_with(&yaml, &Configuration::default(), Some(&member));
+    let nodes = |job: &str| -> Vec<Option<String>> {
+        sim.placements.iter().filter(|p| p.pod.starts_with(&format!("ml/{job}-"))).map(|p| p.node.clone()).collect()
+    };
+    let pretrain = nodes("pretrain");
+    assert_eq!(pretrain.len(), 4);
+    assert!(pretrain.iter().all(|n| n.as_deref().is_some_and(|n| n.starts_with('b'))), "{pretrain:?}");
+    assert_eq!(nodes("finetune"), vec![None; 4]);
+    let reason = reason_of(&sim, &member);
+    assert_eq!(
+        reason,
+        "0/7 nodes are available for gang ml/finetune: no topology.kubernetes.io/zone domain has 32 free nvidia.com/gpu"
+    );
+    let gang = sim.explanation().and_then(|e| e.gang).unwrap_or_else(|| panic!("no gang in the explanation"));
+    assert_eq!((gang.group.as_str(), gang.min_member, gang.members.len()), ("ml/finetune", 4, 4));
+}

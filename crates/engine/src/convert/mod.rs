@@ -15,7 +15,9 @@
 //! field errors.
 
 mod node;
+mod pdb;
 mod pod;
+mod pod_group;
 mod resources;
 mod scheduling;
 mod selectors;
@@ -25,7 +27,9 @@ use std::fmt::Display;
 use thiserror::Error;
 
 pub use node::node_from_k8s;
+pub use pdb::pdb_from_k8s;
 pub use pod::pod_from_k8s;
+pub use pod_group::{PodGroupObject, PodGroupSpec, pod_group_from_object};
 pub use selectors::label_selector;
 
 /// `metadata.namespace` when a manifest leaves it out.

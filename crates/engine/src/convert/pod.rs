@@ -5,11 +5,12 @@ use k8s_openapi::api::core::v1 as corev1;
 use super::resources::{is_sidecar, pod_resources};
 use super::scheduling::{spread_constraint, toleration};
 use super::selectors::{node_affinity, pod_affinity_terms};
-use super::{ConvertError, DEFAULT_NAMESPACE, DEFAULT_SCHEDULER_NAME, non_empty, required};
+use super::{ConvertError, DEFAULT_NAMESPACE, DEFAULT_SCHEDULER_NAME, invalid, non_empty, required, unsupported};
 use super::{
     SYSTEM_CLUSTER_CRITICAL, SYSTEM_CLUSTER_CRITICAL_PRIORITY, SYSTEM_NODE_CRITICAL, SYSTEM_NODE_CRITICAL_PRIORITY,
 };
-use crate::model::{self, HostPort};
+use crate::gang::LABEL_POD_GROUP;
+use crate::model::{self, HostPort, PreemptionPolicy};
 
 fn host_ports(spec: &corev1::PodSpec) -> Vec<HostPort> {
     let host_network = spec.host_network.unwrap_or(false);
@@ -86,8 +87,26 @@ pub fn pod_from_k8s(p: &corev1::Pod) -> Result<model::Pod, ConvertError> {
         .map(|(i, c)| spread_constraint(c, &labels, &format!("spec.topologySpreadConstraints[{i}]")))
         .collect::<Result<_, _>>()?;
 
+    let preemption_policy = match spec.preemption_policy.as_deref() {
+        None | Some("") | Some("PreemptLowerPriority") => PreemptionPolicy::PreemptLowerPriority,
+        Some("Never") => PreemptionPolicy::Never,
+        Some(other) => return Err(unsupported("spec.preemptionPolicy", other, &["Never", "PreemptLowerPriority"])),
+    };
+    let pod_group = match labels.get(LABEL_POD_GROUP) {
+        None => None,
+        Some(g) if g.is_empty() => {
+            return Err(invalid(format!("metadata.labels[{LABEL_POD_GROUP}]"), "\"\"", "must name a PodGroup"));
+        }
+        Some(g) => Some(g.clone()),
+    };
+    let status = p.status.as_ref();
+
     Ok(model::Pod {
         uid,
+        pod_group,
+        preemption_policy,
+        start_time: status.and_then(|s| s.start_time.as_ref()).and_then(|t| u64::try_from(t.0.as_millisecond()).ok()),
+        running: status.and_then(|s| s.phase.as_deref()) == Some("Running"),
         scheduler_name: non_empty(spec.scheduler_name.as_ref()).unwrap_or_else(|| DEFAULT_SCHEDULER_NAME.to_string()),
         priority,
         node_name: non_empty(spec.node_name.as_ref()),

@@ -4,17 +4,24 @@
 //! and, on success, assumes the pod and hands back a [`BindingTask`] that
 //! the caller runs (in the background, in `run`) and reports with
 //! [`Scheduler::finish_binding`]. Both `run` and `simulate` drive this.
+//! A gang is decided in one cycle ([`gang`]): its members' outcomes are
+//! handed out by the following calls of `schedule_one`.
 
-use std::collections::{HashMap, HashSet};
+mod gang;
+
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::algorithm::{Algorithm, ExplainDetails, ScheduleError, ScheduleResult};
 use crate::cache::{Cache, Snapshot};
 use crate::config::Configuration;
+use crate::disruption::Pdb;
 use crate::explain::DecisionRecord;
 use crate::extender::Extender;
 use crate::facts::FactWarning;
 use crate::framework::{Binder, ClusterEvent, Code, CycleState, EventAction, EventResource, Status};
+use crate::gang::{GangStatus, Gangs, PodGroup};
 use crate::model::{Labels, Node, Pod, PodRef};
 use crate::profile::Profile;
 use crate::queue::{QueuedPod, SchedulingQueue};
@@ -36,6 +43,28 @@ pub struct BindingTask {
     /// The binding extender, when one is configured and wants this pod:
     /// it binds instead of the Bind plugins, as in kube-scheduler.
     pub extender: Option<Arc<dyn Extender>>,
+    /// Set for the members of a gang decided together.
+    pub gang: Option<Arc<GangBind>>,
+}
+
+/// Shared by the binding tasks of one gang decision: once a member's
+/// binding fails, members not yet bound are not bound either; they are
+/// un-assumed and retried with the gang, which then needs only the
+/// members still missing.
+#[derive(Debug)]
+pub struct GangBind {
+    pub group: String,
+    failed: AtomicBool,
+}
+
+impl GangBind {
+    pub fn new(group: String) -> Self {
+        GangBind { group, failed: AtomicBool::new(false) }
+    }
+
+    pub fn failed(&self) -> bool {
+        self.failed.load(Ordering::SeqCst)
+    }
 }
 
 impl BindingTask {
@@ -43,6 +72,21 @@ impl BindingTask {
     /// until one does not skip. Runs outside the scheduler's lock: it
     /// touches no scheduler state.
     pub fn bind(&mut self, binder: &dyn Binder) -> Status {
+        if let Some(g) = &self.gang
+            && g.failed()
+        {
+            return Status::error(format!("gang {}: another member's binding failed", g.group));
+        }
+        let status = self.bind_one(binder);
+        if let Some(g) = &self.gang
+            && !status.is_success()
+        {
+            g.failed.store(true, Ordering::SeqCst);
+        }
+        status
+    }
+
+    fn bind_one(&mut self, binder: &dyn Binder) -> Status {
         for p in &self.profile.pre_bind {
             let Some(pb) = p.as_pre_bind() else { continue };
             let s = pb.pre_bind(&mut self.state, &self.pod, &self.node);
@@ -106,6 +150,12 @@ pub struct Scheduler {
     /// Every fact warning reported so far: each is reported once.
     fact_warnings: HashSet<FactWarning>,
     new_warnings: Vec<FactWarning>,
+    /// PodGroups and their pending members.
+    gangs: Gangs,
+    /// The gang of each pending member in the queue, by uid.
+    gang_of: HashMap<String, String>,
+    /// Outcomes of a gang decided in one cycle, handed out one per call.
+    ready: VecDeque<CycleOutcome>,
 }
 
 /// Raised when the configuration has no profile (never after validation).
@@ -116,7 +166,7 @@ pub struct NoProfiles;
 impl Scheduler {
     pub fn new(cfg: &Configuration, profiles: Vec<Profile>, seed: u64) -> Result<Self, NoProfiles> {
         let sorter = profiles.first().ok_or(NoProfiles)?.queue_sort.clone();
-        let mut plugin_events = HashMap::new();
+        let mut plugin_events = gang::events();
         for p in &profiles {
             for plugin in p.plugins() {
                 plugin_events.entry(plugin.name()).or_insert_with(|| plugin.events_to_register());
@@ -143,6 +193,9 @@ impl Scheduler {
             algorithm: Algorithm::new(cfg.percentage_of_nodes_to_score, seed),
             gated: HashMap::new(),
             extenders: Vec::new(),
+            gangs: Gangs::default(),
+            gang_of: HashMap::new(),
+            ready: VecDeque::new(),
         })
     }
 
@@ -265,6 +318,10 @@ impl Scheduler {
         if pod.node_name.is_some() {
             self.queue.delete(&pod.uid);
             self.gated.remove(&pod.uid);
+            self.left_queue(&pod.uid);
+            if let Some(key) = pod.group_key() {
+                self.gangs.touch(&key);
+            }
             let known = self.cache.pod(&pod.uid).cloned();
             let result = match &known {
                 Some(old) if !self.cache.is_assumed(&pod.uid) => {
@@ -305,8 +362,67 @@ impl Scheduler {
             self.queue.update(pod, now);
             self.fire(ClusterEvent::new(EventResource::UnscheduledPod, EventAction::Update), now);
         } else {
+            let member = pod.group_key().map(|key| (key, pod.uid.clone()));
             self.queue.add(pod, now);
+            if let Some((key, uid)) = member {
+                self.joined_queue(&key, &uid, now);
+            }
         }
+    }
+
+    /// A gang member entered the queue: the members waiting for it try again.
+    fn joined_queue(&mut self, key: &str, uid: &str, now: Millis) {
+        let placed = self.cache.group_counts(key).placed;
+        self.gangs.add_pending(key, uid, placed, now);
+        self.gang_of.insert(uid.to_string(), key.to_string());
+        let waiting = self.gangs.view(key, placed).pending;
+        self.queue.activate(&waiting, now);
+    }
+
+    /// A pod left the queue for good (placed, deleted, bound elsewhere).
+    fn left_queue(&mut self, uid: &str) {
+        if let Some(key) = self.gang_of.remove(uid) {
+            self.gangs.remove_pending(&key, uid);
+        }
+    }
+
+    /// A PodGroup was added or changed: its members try again.
+    pub fn on_pod_group_upsert(&mut self, group: PodGroup, now: Millis) {
+        let key = group.key();
+        if self.gangs.upsert(group) {
+            let placed = self.cache.group_counts(&key).placed;
+            let waiting = self.gangs.view(&key, placed).pending;
+            self.queue.activate(&waiting, now);
+        }
+    }
+
+    /// A PodGroup was deleted: its pending members wait for it again.
+    pub fn on_pod_group_delete(&mut self, namespace: &str, name: &str) {
+        self.gangs.remove(&format!("{namespace}/{name}"));
+    }
+
+    /// The known PodGroups.
+    pub fn pod_groups(&self) -> impl Iterator<Item = &Arc<PodGroup>> {
+        self.gangs.specs()
+    }
+
+    /// PodGroup statuses that changed since the last call, for the caller
+    /// to write.
+    pub fn take_gang_statuses(&mut self) -> Vec<(Arc<PodGroup>, GangStatus)> {
+        let cache = &self.cache;
+        self.gangs.take_statuses(|key| {
+            let c = cache.group_counts(key);
+            (c.placed, c.running)
+        })
+    }
+
+    /// A PodDisruptionBudget was added or changed.
+    pub fn on_pdb_upsert(&mut self, pdb: Pdb) {
+        self.cache.upsert_pdb(pdb);
+    }
+
+    pub fn on_pdb_delete(&mut self, namespace: &str, name: &str) {
+        self.cache.remove_pdb(namespace, name);
     }
 
     /// A pending pod is gone from the pending pods' view: deleted, or bound
@@ -316,12 +432,18 @@ impl Scheduler {
     pub fn on_unassigned_pod_delete(&mut self, uid: &str) {
         self.queue.delete(uid);
         self.gated.remove(uid);
+        self.left_queue(uid);
     }
 
     pub fn on_pod_delete(&mut self, uid: &str, now: Millis) {
         self.queue.delete(uid);
         self.gated.remove(uid);
+        self.left_queue(uid);
+        let group = self.cache.pod(uid).and_then(|p| p.group_key());
         if self.cache.remove_pod(uid).is_ok() {
+            if let Some(key) = group {
+                self.gangs.touch(&key);
+            }
             self.fire(ClusterEvent::new(EventResource::AssignedPod, EventAction::Delete), now);
         }
     }
@@ -331,11 +453,22 @@ impl Scheduler {
     /// Pops the next pod and runs one scheduling cycle; None when no pod is
     /// ready at `now`.
     pub fn schedule_one(&mut self, now: Millis) -> Option<CycleOutcome> {
+        if let Some(outcome) = self.ready.pop_front() {
+            return Some(outcome);
+        }
         let qp = self.queue.pop(now)?;
         let Some(profile) = self.profile_for(&qp.pod).cloned() else {
             self.queue.done(&qp.pod.uid);
             return None;
         };
+        if let Some(key) = qp.pod.group_key() {
+            let view = self.gangs.view(&key, self.cache.group_counts(&key).placed);
+            if view.needed() > 0 || view.spec.is_none() {
+                self.schedule_gang(profile, qp, view, now);
+                return self.ready.pop_front();
+            }
+            // The gang has its minMember: later members join like ordinary pods.
+        }
         self.cache.update_snapshot(&mut self.snapshot);
         let mut state = CycleState::at(now);
         state.set_node_selector(profile.node_selector.clone());
@@ -381,18 +514,32 @@ impl Scheduler {
         mut record: DecisionRecord,
         now: Millis,
     ) -> CycleOutcome {
-        let mut assumed = (*qp.pod).clone();
-        assumed.node_name = Some(node.clone());
+        match self.reserve(&profile, &qp.pod, &node, &mut state) {
+            Ok(assumed) => {
+                self.queue.done(&qp.pod.uid);
+                self.left_queue(&qp.pod.uid);
+                CycleOutcome::Assumed(Box::new(self.binding_task(profile, assumed, node, state, record, qp, None)))
+            }
+            Err(status) => {
+                record.node = None;
+                self.fail_after_decision(qp, record, status, now)
+            }
+        }
+    }
+
+    /// Assumes `pod` on `node` in the cache, then runs Reserve and Permit.
+    /// On failure everything is undone and the failing status returned.
+    fn reserve(&mut self, profile: &Profile, pod: &Pod, node: &str, state: &mut CycleState) -> Result<PodRef, Status> {
+        let mut assumed = pod.clone();
+        assumed.node_name = Some(node.to_string());
         assumed.nominated_node_name = None;
         let assumed = Arc::new(assumed);
-        if let Err(e) = self.cache.assume_pod(assumed.clone()) {
-            return self.fail_after_decision(qp, record, Status::error(e.to_string()), now);
-        }
+        self.cache.assume_pod(assumed.clone()).map_err(|e| Status::error(e.to_string()))?;
         let mut reserved = Vec::new();
         let mut failure = None;
         for p in &profile.reserve {
             let Some(r) = p.as_reserve() else { continue };
-            let s = r.reserve(&mut state, &assumed, &node);
+            let s = r.reserve(state, &assumed, node);
             reserved.push(p.clone());
             if !s.is_success() {
                 failure = Some(s.with_plugin(p.name()));
@@ -402,7 +549,7 @@ impl Scheduler {
         if failure.is_none() {
             for p in &profile.permit {
                 let Some(pm) = p.as_permit() else { continue };
-                let (s, _timeout) = pm.permit(&mut state, &assumed, &node);
+                let (s, _timeout) = pm.permit(state, &assumed, node);
                 match s.code {
                     Code::Success => {}
                     // Waiting pods need a waiting room the binding cycle
@@ -419,27 +566,43 @@ impl Scheduler {
                 }
             }
         }
-        if let Some(status) = failure {
-            for p in reserved.iter().rev() {
-                if let Some(r) = p.as_reserve() {
-                    r.unreserve(&mut state, &assumed, &node);
+        match failure {
+            None => Ok(assumed),
+            Some(status) => {
+                for p in reserved.iter().rev() {
+                    if let Some(r) = p.as_reserve() {
+                        r.unreserve(state, &assumed, node);
+                    }
                 }
+                let _ = self.cache.forget_pod(&assumed.uid);
+                Err(status)
             }
-            let _ = self.cache.forget_pod(&assumed.uid);
-            record.node = None;
-            return self.fail_after_decision(qp, record, status, now);
         }
-        self.queue.done(&qp.pod.uid);
-        let extender = self.extenders.iter().find(|e| e.is_binder() && e.is_interested(&assumed)).cloned();
-        CycleOutcome::Assumed(Box::new(BindingTask {
-            pod: assumed,
-            node,
-            profile,
-            state,
-            record,
-            queued: qp,
-            extender,
-        }))
+    }
+
+    /// Undoes [`Scheduler::reserve`] for a pod whose binding will not run.
+    fn unreserve(&mut self, profile: &Profile, pod: &Pod, node: &str, state: &mut CycleState) {
+        for p in profile.reserve.iter().rev() {
+            if let Some(r) = p.as_reserve() {
+                r.unreserve(state, pod, node);
+            }
+        }
+        let _ = self.cache.forget_pod(&pod.uid);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn binding_task(
+        &self,
+        profile: Arc<Profile>,
+        pod: PodRef,
+        node: String,
+        state: CycleState,
+        record: DecisionRecord,
+        queued: QueuedPod,
+        gang: Option<Arc<GangBind>>,
+    ) -> BindingTask {
+        let extender = self.extenders.iter().find(|e| e.is_binder() && e.is_interested(&pod)).cloned();
+        BindingTask { pod, node, profile, state, record, queued, extender, gang }
     }
 
     fn fail_after_decision(
@@ -484,7 +647,14 @@ impl Scheduler {
         }
         if self.cache.forget_pod(&task.pod.uid).is_ok() {
             self.fire(ClusterEvent::new(EventResource::AssignedPod, EventAction::Delete), now);
+            let member = task.pod.group_key().map(|key| (key, task.pod.uid.clone()));
             self.queue.add_backoff(task.queued, now);
+            if let Some((key, uid)) = member
+                && self.queue.contains(&uid)
+            {
+                self.gangs.touch(&key);
+                self.joined_queue(&key, &uid, now);
+            }
         }
     }
 }
