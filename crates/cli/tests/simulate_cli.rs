@@ -121,7 +121,8 @@ fn json_report_of_the_example_matches_golden_and_the_contract() {
     assert_eq!(
         giant["reason"],
         "0/10 nodes are available: 1 node(s) in maintenance mode, 1 node(s) too hot, 6 Insufficient cpu, \
-         6 Insufficient memory, 8 Insufficient nvidia.com/gpu."
+         6 Insufficient memory, 8 Insufficient nvidia.com/gpu. preemption: 0/10 nodes are available: \
+         10 Preemption is not helpful for scheduling."
     );
     assert!(ps.iter().all(|p| p["pod"] != "shop/nightly-report"), "bound pods are load, not placements");
     assert!(ps.iter().all(|p| p["pod"] != "shop/metrics-agent"), "other schedulers' pods are ignored");
@@ -505,7 +506,10 @@ fn other_schedulers_pods_are_ignored_and_bound_pods_are_load() {
     let find = |name: &str| placements(&v).iter().find(|p| p["pod"] == name).unwrap();
     assert_eq!(find("default/small")["node"], "n1");
     assert_eq!(find("default/big")["node"], Value::Null);
-    assert_eq!(find("default/big")["reason"], "0/1 nodes are available: 1 Insufficient cpu.");
+    assert_eq!(
+        find("default/big")["reason"],
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    );
     assert_eq!(v["summary"]["existingPods"], 1);
     assert_eq!(v["summary"]["otherSchedulerPods"], 3);
     let n1 = &v["nodes"][0];

@@ -10,11 +10,12 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
-use crate::cache::{NodeList, NodeView, Snapshot};
+use crate::cache::{NodeList, Snapshot};
 use crate::explain::{DecisionRecord, Detail, FitError, ScoreColumn};
 use crate::extender::{Extender, ExtenderError, MAX_EXTENDER_PRIORITY};
 use crate::framework::{
-    Code, CycleState, FilterPlugin, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeStatus, ScorePlugin, Status,
+    Code, CycleState, FilterPlugin, MAX_NODE_SCORE, MIN_NODE_SCORE, PostFilterContext, ScorePlugin, Status,
+    filter_with_nominated, run_filters,
 };
 use crate::instrument::{Instrument, Span};
 use crate::model::Pod;
@@ -108,6 +109,8 @@ pub struct Decision {
     pub record: DecisionRecord,
     /// Set when a PostFilter plugin nominated a node.
     pub nominated_node: Option<String>,
+    /// The pods to evict for the nominated node (preemption).
+    pub victims: Vec<crate::model::PodRef>,
 }
 
 impl Algorithm {
@@ -257,26 +260,32 @@ impl Algorithm {
             nodes: snap.names().clone(),
             ..Default::default()
         };
-        let result = self.decide(profile, state, pod, snap, &mut record);
-        let mut nominated_node = None;
+        let mut skipped: Vec<&'static str> = Vec::new();
+        let result = self.decide(profile, state, pod, snap, &mut record, &mut skipped);
+        let (mut nominated_node, mut victims) = (None, Vec::new());
         let result = match result {
-            Err(ScheduleError::Unschedulable(mut fit)) => {
-                let failed: Vec<NodeStatus> = fit
-                    .rejected
-                    .iter()
-                    .map(|(i, s)| NodeStatus { node: snap.names()[*i].clone(), status: s.clone() })
-                    .collect();
+            Err(ScheduleError::Unschedulable(mut fit)) if !state.skips_post_filter() => {
+                let filters = filter_list(profile, &skipped);
+                let ctx = PostFilterContext { snapshot: snap, rejected: &fit.rejected, filters: &filters };
                 for p in &profile.post_filter {
                     let Some(pf) = p.as_post_filter() else { continue };
-                    let (node, status) = pf.post_filter(state, pod, snap, &failed);
-                    if !status.reasons.is_empty() {
-                        fit.post_filter_msg = Some(status.message());
+                    let r = pf.post_filter(&ctx, state, pod);
+                    if !r.status.reasons.is_empty() {
+                        fit.post_filter_msg = Some(r.status.message());
                     }
-                    if status.is_success() || status.code == Code::UnschedulableAndUnresolvable {
-                        nominated_node = node;
+                    if r.record.is_some() {
+                        record.preemption = r.record;
+                    }
+                    if r.status.is_success() || r.status.code == Code::UnschedulableAndUnresolvable {
+                        nominated_node = r.nominated_node;
+                        victims = r.victims;
                         break;
                     }
                 }
+                record.rejected = fit.rejected.clone();
+                Err(ScheduleError::Unschedulable(fit))
+            }
+            Err(ScheduleError::Unschedulable(fit)) => {
                 record.rejected = fit.rejected.clone();
                 Err(ScheduleError::Unschedulable(fit))
             }
@@ -286,7 +295,7 @@ impl Algorithm {
             Ok(r) => record.node = Some(r.node.clone()),
             Err(e) => record.message = Some(e.message()),
         }
-        Decision { result, record, nominated_node }
+        Decision { result, record, nominated_node, victims }
     }
 
     fn decide(
@@ -296,6 +305,7 @@ impl Algorithm {
         pod: &Pod,
         snap: &Snapshot,
         record: &mut DecisionRecord,
+        skipped: &mut Vec<&'static str>,
     ) -> Result<ScheduleResult, ScheduleError> {
         let all = snap.nodes();
         if all.is_empty() {
@@ -307,8 +317,6 @@ impl Algorithm {
         let pre_filter_span = Span::start(instrument);
 
         // PreFilter: per-pod state, and possibly a narrowed node set.
-        let mut filters: Vec<(&'static str, &dyn FilterPlugin)> = Vec::with_capacity(profile.filter.len());
-        let mut skipped: Vec<&'static str> = Vec::new();
         let mut only: Option<std::collections::HashSet<String>> = None;
         // PreFilter plugins that narrowed the candidates, named in the
         // message for the nodes they left out, as kube-scheduler does.
@@ -350,14 +358,7 @@ impl Algorithm {
         }
         pre_filter_span.point("PreFilter", Code::Success, profile_name);
         let filter_span = Span::start(instrument);
-        for p in &profile.filter {
-            if skipped.contains(&p.name()) {
-                continue;
-            }
-            if let Some(f) = p.as_filter() {
-                filters.push((p.name(), f));
-            }
-        }
+        let filters = filter_list(profile, skipped);
 
         // Nodes are handled by their position in the snapshot: the hot path
         // then reads the contiguous summaries and touches no reference count.
@@ -367,7 +368,7 @@ impl Algorithm {
         let nominated = pod.nominated_node_name.as_deref().and_then(|n| snap.position(n));
         let allowed = |i: &usize| state.restriction().is_none_or(|r| r.positions.binary_search(i).is_ok());
         if let Some(i) = nominated.filter(allowed) {
-            match filter_node(&filters, state, pod, &snap.view(i)) {
+            match filter_with_nominated(&filters, state, pod, i, &snap.nodes()[i]) {
                 Ok(()) => feasible.push(i),
                 Err(s) if s.code == Code::Error => return Err(ScheduleError::Internal(s)),
                 Err(_) => {} // rejected or only a fallback: search as usual
@@ -507,7 +508,17 @@ impl Algorithm {
             }
             let len = chunk.min(n - processed);
             let at = |i: usize| nodes.position((start + processed + i) % n);
-            let check = |i: usize| filter_node(filters, state, pod, &nodes.get((start + processed + i) % n));
+            let nominated = state.nominated();
+            let check = |i: usize| {
+                let k = (start + processed + i) % n;
+                match nominated {
+                    // Nodes with nominated pods (rare) take the slow path.
+                    Some(nom) if nom.for_pod(nodes.position(k), pod).next().is_some() => {
+                        filter_with_nominated(filters, state, pod, nodes.position(k), nodes.get(k).info())
+                    }
+                    _ => run_filters(filters, state, pod, &nodes.get(k)),
+                }
+            };
             verdicts.clear();
             if len < PARALLEL_THRESHOLD {
                 verdicts.extend((0..len).map(check));
@@ -554,29 +565,14 @@ impl Algorithm {
     }
 }
 
-/// Runs the filters on one node; the first failure decides, as in
-/// kube-scheduler. A node that passes all but was marked Fallback by some
-/// filter comes back as `Err` with that (first) Fallback status.
-fn filter_node(
-    filters: &[(&'static str, &dyn FilterPlugin)],
-    state: &CycleState,
-    pod: &Pod,
-    node: &NodeView<'_>,
-) -> Result<(), Status> {
-    let mut fallback: Option<Status> = None;
-    for (name, f) in filters {
-        let s = f.filter(state, pod, node);
-        match s.code {
-            Code::Success => {}
-            Code::Fallback => {
-                if fallback.is_none() {
-                    fallback = Some(s.with_plugin(name));
-                }
-            }
-            _ => return Err(s.with_plugin(name)),
-        }
-    }
-    fallback.map_or(Ok(()), Err)
+/// The profile's filters, less those whose PreFilter skipped the cycle.
+fn filter_list<'a>(profile: &'a Profile, skipped: &[&'static str]) -> Vec<(&'static str, &'a dyn FilterPlugin)> {
+    profile
+        .filter
+        .iter()
+        .filter(|p| !skipped.contains(&p.name()))
+        .filter_map(|p| p.as_filter().map(|f| (p.name(), f)))
+        .collect()
 }
 
 type Scores = (Vec<ScoreColumn>, Vec<f64>);
@@ -705,6 +701,7 @@ fn score_and_normalize(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::NodeView;
     use crate::framework::{FilterPlugin, Plugin, QueueSortPlugin};
     use crate::testing::{node, pod};
     use std::sync::Arc;

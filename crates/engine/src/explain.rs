@@ -60,8 +60,10 @@ impl FitError {
                 msg.push_str(&format!(" {}.", parts.join(", ")));
             }
         }
+        // PostFilter messages end with their own period, as kube's do
+        // ("preemption: 0/3 nodes are available: ...").
         if let Some(pf) = &self.post_filter_msg {
-            msg.push_str(&format!(" {pf}."));
+            msg.push_str(&format!(" {pf}"));
         }
         msg
     }
@@ -100,6 +102,31 @@ pub struct DecisionRecord {
     pub details: Vec<Vec<Detail>>,
     /// For a gang member decided with its gang: the gang's decision.
     pub gang: Option<GangDecision>,
+    /// When preemption ran: its candidates and the victims chosen.
+    pub preemption: Option<PreemptionRecord>,
+}
+
+/// A preemption: the candidate nodes (with the victims each would need)
+/// and the one chosen.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PreemptionRecord {
+    pub candidates: Vec<PreemptionCandidate>,
+    /// The node nominated, if any candidate was found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PreemptionCandidate {
+    pub node: String,
+    /// `NAMESPACE/NAME` of each victim, most important first.
+    pub victims: Vec<String>,
+    /// Victims whose eviction would violate a PodDisruptionBudget.
+    pub pdb_violations: usize,
+    /// The highest victim priority.
+    pub highest_priority: i32,
 }
 
 /// A gang decided in one cycle: where each member went, or why not.
@@ -180,6 +207,8 @@ pub struct Explanation {
     pub nodes: Vec<NodeVerdict>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gang: Option<GangDecision>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemption: Option<PreemptionRecord>,
 }
 
 impl DecisionRecord {
@@ -257,6 +286,7 @@ impl DecisionRecord {
             feasible_nodes: self.feasible.len(),
             nodes: feasible,
             gang: self.gang.clone(),
+            preemption: self.preemption.clone(),
         }
     }
 }

@@ -4,11 +4,13 @@
 
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::cache::{NodeList, NodeView, Snapshot};
-use crate::model::{LabelSelector, Pod};
+use crate::explain::PreemptionRecord;
+use crate::model::{LabelSelector, Pod, PodRef};
+use crate::node_info::NodeInfo;
 use crate::time::Millis;
 
 /// Highest score a Score plugin may give a node after normalisation.
@@ -125,8 +127,37 @@ pub struct CycleState {
     now: Millis,
     node_selector: Option<Arc<LabelSelector>>,
     restriction: Option<Restriction>,
+    nominated: Option<Arc<Nominated>>,
+    skip_post_filter: bool,
 }
 
+/// Pods that earlier preemptions nominated to nodes (kube's nominator), by
+/// snapshot position: a cycle leaves room for those of higher or equal
+/// priority than its pod, so that their victims' room is not taken.
+#[derive(Debug, Clone, Default)]
+pub struct Nominated {
+    by_position: HashMap<usize, Vec<PodRef>>,
+}
+
+impl Nominated {
+    pub fn new(by_position: HashMap<usize, Vec<PodRef>>) -> Self {
+        Nominated { by_position }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_position.is_empty()
+    }
+
+    /// The pods nominated to the node at `position` that `pod` must leave
+    /// room for: others, of priority at least its own.
+    pub fn for_pod<'a>(&'a self, position: usize, pod: &'a Pod) -> impl Iterator<Item = &'a PodRef> + 'a {
+        self.by_position
+            .get(&position)
+            .into_iter()
+            .flatten()
+            .filter(move |p| p.uid != pod.uid && p.priority >= pod.priority)
+    }
+}
 /// Nodes a cycle is limited to by the engine itself (a gang's topology
 /// domain): the others count as rejected for `reason`.
 #[derive(Debug, Clone)]
@@ -146,7 +177,7 @@ impl CycleState {
     /// A cycle at `now` (milliseconds since the epoch): the clock that
     /// time-dependent rules (spot expiry, alert windows) compare against.
     pub fn at(now: Millis) -> Self {
-        CycleState { entries: Vec::new(), now, node_selector: None, restriction: None }
+        CycleState { now, ..CycleState::default() }
     }
 
     pub fn now(&self) -> Millis {
@@ -169,6 +200,25 @@ impl CycleState {
 
     pub fn set_restriction(&mut self, restriction: Option<Restriction>) {
         self.restriction = restriction;
+    }
+
+    /// Pods nominated to nodes by earlier preemptions.
+    pub fn nominated(&self) -> Option<&Nominated> {
+        self.nominated.as_deref()
+    }
+
+    pub fn set_nominated(&mut self, nominated: Option<Arc<Nominated>>) {
+        self.nominated = nominated.filter(|n| !n.is_empty());
+    }
+
+    /// Whether PostFilter (preemption) is to be left out of this cycle: a
+    /// gang's first attempt, which preempts only for all members at once.
+    pub fn skips_post_filter(&self) -> bool {
+        self.skip_post_filter
+    }
+
+    pub fn set_skip_post_filter(&mut self, skip: bool) {
+        self.skip_post_filter = skip;
     }
 
     pub fn write<T: Any + Send + Sync>(&mut self, value: T) {
@@ -330,23 +380,98 @@ pub trait FilterPlugin: Plugin {
     }
 }
 
-/// A node that failed filtering and the status of the plugin that failed it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeStatus {
-    pub node: String,
+/// What a PostFilter plugin gets besides the pod: the snapshot, the nodes
+/// the filters rejected, and the cycle's filters to try nodes changed in
+/// thought (victims removed) against.
+pub struct PostFilterContext<'a> {
+    pub snapshot: &'a Snapshot,
+    /// Nodes rejected by a filter, by snapshot position, with the status.
+    pub rejected: &'a [(usize, Status)],
+    pub filters: &'a [(&'static str, &'a dyn FilterPlugin)],
+}
+
+impl PostFilterContext<'_> {
+    /// Runs the cycle's filters on `node` (a changed copy of the snapshot
+    /// node at `position`), with the pods nominated there that `pod` must
+    /// leave room for, as kube's `RunFilterPluginsWithNominatedPods`.
+    pub fn filter(&self, state: &CycleState, pod: &Pod, position: usize, node: &NodeInfo) -> Result<(), Status> {
+        filter_with_nominated(self.filters, state, pod, position, node)
+    }
+}
+
+/// What a PostFilter plugin decided: a node to nominate and the pods to
+/// evict there (preemption), and its status. The engine does no I/O: the
+/// driver evicts the victims and records the nomination.
+#[derive(Debug, Clone)]
+pub struct PostFilterResult {
+    pub nominated_node: Option<String>,
+    pub victims: Vec<PodRef>,
     pub status: Status,
+    /// The candidates considered, for an explanation.
+    pub record: Option<PreemptionRecord>,
+}
+
+impl PostFilterResult {
+    /// Nothing to do, for `reason`.
+    pub fn unschedulable(reason: impl Into<Cow<'static, str>>) -> Self {
+        PostFilterResult {
+            nominated_node: None,
+            victims: Vec::new(),
+            status: Status::unschedulable(reason),
+            record: None,
+        }
+    }
 }
 
 pub trait PostFilterPlugin: Plugin {
-    /// Called when no node fits, e.g. for preemption. Returns a node to
-    /// nominate, if the plugin made room on one.
-    fn post_filter(
-        &self,
-        state: &mut CycleState,
-        pod: &Pod,
-        snapshot: &Snapshot,
-        failed: &[NodeStatus],
-    ) -> (Option<String>, Status);
+    /// Called when no node fits, e.g. for preemption.
+    fn post_filter(&self, ctx: &PostFilterContext<'_>, state: &CycleState, pod: &Pod) -> PostFilterResult;
+}
+
+/// Runs the filters on one node; the first failure decides, as in
+/// kube-scheduler. A node that passes all but was marked Fallback by some
+/// filter comes back as `Err` with that (first) Fallback status.
+pub fn run_filters(
+    filters: &[(&'static str, &dyn FilterPlugin)],
+    state: &CycleState,
+    pod: &Pod,
+    node: &NodeView<'_>,
+) -> Result<(), Status> {
+    let mut fallback: Option<Status> = None;
+    for (name, f) in filters {
+        let s = f.filter(state, pod, node);
+        match s.code {
+            Code::Success => {}
+            Code::Fallback => {
+                if fallback.is_none() {
+                    fallback = Some(s.with_plugin(name));
+                }
+            }
+            _ => return Err(s.with_plugin(name)),
+        }
+    }
+    fallback.map_or(Ok(()), Err)
+}
+
+/// [`run_filters`] on `node` at snapshot `position`, leaving room for the
+/// pods nominated there (see [`Nominated`]): the filters must pass with
+/// them added, and (for affinity to them, which must not count) without.
+pub fn filter_with_nominated(
+    filters: &[(&'static str, &dyn FilterPlugin)],
+    state: &CycleState,
+    pod: &Pod,
+    position: usize,
+    node: &NodeInfo,
+) -> Result<(), Status> {
+    let nominated: Vec<&PodRef> = state.nominated().map(|n| n.for_pod(position, pod).collect()).unwrap_or_default();
+    if !nominated.is_empty() {
+        let mut with = node.clone();
+        for p in nominated {
+            with.add_pod(p.clone());
+        }
+        run_filters(filters, state, pod, &with.view())?;
+    }
+    run_filters(filters, state, pod, &node.view())
 }
 
 pub trait PreScorePlugin: Plugin {

@@ -362,6 +362,16 @@ impl SchedulingQueue {
         self.push_backoff(qp);
     }
 
+    /// Replaces the object of a pod in flight (its nomination changed in
+    /// the cycle), so that the attempt's outcome keeps the change.
+    pub fn update_in_flight(&mut self, pod: PodRef) {
+        if self.place.get(&pod.uid) == Some(&Place::InFlight)
+            && let Some(qp) = self.parked.get_mut(&pod.uid)
+        {
+            qp.pod = pod;
+        }
+    }
+
     /// The in-flight pod was placed (assumed): it leaves the queue.
     pub fn done(&mut self, uid: &str) {
         if self.place.get(uid) == Some(&Place::InFlight) {

@@ -11,6 +11,7 @@ pub mod balanced_allocation;
 pub mod cel_rules;
 pub mod cloud_boundary;
 pub mod default_binder;
+pub mod default_preemption;
 pub mod disk_type;
 pub mod gpu_model;
 pub mod gpu_node_avoidance;
@@ -49,6 +50,7 @@ pub fn registry() -> Registry {
     r.register(pod_topology_spread::NAME, pod_topology_spread::new);
     r.register(inter_pod_affinity::NAME, inter_pod_affinity::new);
     r.register(balanced_allocation::NAME, balanced_allocation::new);
+    r.register(default_preemption::NAME, default_preemption::new);
     r.register(default_binder::NAME, default_binder::new);
     r.register(maintenance::NAME, maintenance::new);
     r.register(node_pool::NAME, node_pool::new);
@@ -97,12 +99,13 @@ pub fn default_plugins() -> Vec<DefaultPlugin> {
         p(gpu_node_avoidance::NAME, 0.4),
         p(resource_headroom::NAME, 0.3),
         p(disk_type::NAME, 0.1),
+        p(default_preemption::NAME, 1.0),
         p(default_binder::NAME, 1.0),
     ]
 }
 
-/// kube-scheduler's default plugins (those that do not concern volumes,
-/// images or preemption), in its order, with its score weights.
+/// kube-scheduler's default plugins (those that do not concern volumes
+/// or images), in its order, with its score weights.
 pub fn standard_plugins() -> Vec<DefaultPlugin> {
     let p = |name, weight| DefaultPlugin { name, weight };
     vec![
@@ -117,6 +120,7 @@ pub fn standard_plugins() -> Vec<DefaultPlugin> {
         p(pod_topology_spread::NAME, 2.0),
         p(inter_pod_affinity::NAME, 2.0),
         p(balanced_allocation::NAME, 1.0),
+        p(default_preemption::NAME, 1.0),
         p(default_binder::NAME, 1.0),
     ]
 }

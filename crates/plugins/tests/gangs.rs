@@ -299,6 +299,7 @@ fn members_beyond_the_minimum_join_the_placed_gang() {
     }
     c.run(0);
     assert_eq!(c.bound_of("g-"), 2, "the minimum is placed, the third does not fit");
+    // Decided in the gang's cycle, where a member alone preempts nothing.
     assert_eq!(c.message("g-2"), "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.");
     // Room frees: the third joins like an ordinary pod.
     c.gpu_nodes("m", "", 1);

@@ -9,4 +9,4 @@ pub mod simulate;
 pub mod workloads;
 
 pub use manifests::{ManifestError, Manifests};
-pub use simulate::{SimError, SimOptions, Simulation, simulate};
+pub use simulate::{Preemption, SimError, SimOptions, Simulation, simulate};

@@ -52,6 +52,11 @@ pub fn to_json(sim: &Simulation, explain: Option<&Explanation>) -> Value {
         "seed": sim.seed,
         "now": sim.now.to_string(),
     });
+    if !sim.preempted.is_empty() {
+        let preempted: Vec<Value> =
+            sim.preempted.iter().map(|p| json!({"pod": p.pod, "node": p.node, "by": p.by})).collect();
+        out["preempted"] = json!(preempted);
+    }
     if !sim.warnings.is_empty() {
         out["warnings"] = json!(sim.warnings);
     }
@@ -126,6 +131,13 @@ pub fn to_table(sim: &Simulation) -> String {
             })
             .collect();
         out.push_str(&table(&["POD", "NODE", "SCORE"], &rows));
+        out.push('\n');
+    }
+    if !sim.preempted.is_empty() {
+        out.push_str(&format!("Preempted ({}):\n", sim.preempted.len()));
+        for p in &sim.preempted {
+            out.push_str(&format!("  {} on {}, for {}\n", p.pod, p.node, p.by));
+        }
         out.push('\n');
     }
     if !unplaced.is_empty() {

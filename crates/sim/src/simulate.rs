@@ -80,8 +80,20 @@ pub struct NodeUsage {
     pub pods: (i64, i64),
 }
 
+/// A running pod evicted to make room for a pod of higher priority.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Preemption {
+    /// `NAMESPACE/NAME` of the victim.
+    pub pod: String,
+    pub node: String,
+    /// `NAMESPACE/NAME` of the pod it made room for.
+    pub by: String,
+}
+
 pub struct Simulation {
     pub placements: Vec<Placement>,
+    /// Pods evicted by preemption, in order.
+    pub preempted: Vec<Preemption>,
     pub nodes: Vec<NodeUsage>,
     /// Pods already bound in the input.
     pub existing_pods: usize,
@@ -344,6 +356,7 @@ fn simulate_in_pool(
     let mut done = 0usize;
     let mut decisions = 0usize;
     let mut kept: Option<DecisionRecord> = None;
+    let mut preempted: Vec<Preemption> = Vec::new();
     let mut keep = |record: DecisionRecord| {
         if opts.explain.as_deref() == Some(record.pod.as_str()) {
             kept = Some(record);
@@ -390,6 +403,17 @@ fn simulate_in_pool(
             CycleOutcome::Failed(f) => {
                 let uid = f.pod.uid.clone();
                 decisions += 1;
+                // Victims go at once: the simulated cluster has no grace period.
+                for v in &f.victims {
+                    let node = v.node_name.clone().unwrap_or_default();
+                    preempted.push(Preemption { pod: v.key(), node: node.clone(), by: f.pod.key() });
+                    if let Some(p) = placements.get_mut(&v.uid) {
+                        p.node = None;
+                        p.score = None;
+                        p.reason = Some(format!("preempted by {} on {node}", f.pod.key()));
+                    }
+                    sched.on_pod_delete(&v.uid, now);
+                }
                 if let Some(p) = placements.get_mut(&uid) {
                     p.attempts += 1;
                     done += usize::from(p.decided.is_none());
@@ -418,6 +442,7 @@ fn simulate_in_pool(
     placements.sort_by_key(|p| p.decided.unwrap_or(usize::MAX));
     Ok(Simulation {
         placements,
+        preempted,
         nodes,
         existing_pods,
         foreign_pods,

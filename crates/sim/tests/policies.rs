@@ -401,3 +401,44 @@ fn a_job_with_the_pod_group_label_is_placed_as_a_gang() {
     let gang = sim.explanation().and_then(|e| e.gang).unwrap_or_else(|| panic!("no gang in the explanation"));
     assert_eq!((gang.group.as_str(), gang.min_member, gang.members.len()), ("ml/finetune", 4, 4));
 }
+
+/// Preemption end to end: a high-priority GPU pod evicts the fewest,
+/// least important pods, honours a PodDisruptionBudget when another node
+/// avoids it, and lands once they are gone; `preemptionPolicy: Never`
+/// waits instead, with kube's message.
+#[test]
+fn a_high_priority_pod_preempts_lower_ones() {
+    let bound = |name: &str, node_name: &str, priority: i32, labels: &str| {
+        pod(name, "4", "16Gi", 8, labels, &format!("  nodeName: {node_name}\n  priority: {priority}\n"))
+    };
+    let budget = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: serving, namespace: default}\nspec:\n  minAvailable: 1\n  selector: {matchLabels: {app: serving}}\n---\n";
+    let cluster = [
+        node("g1", "32", "256Gi", 8, "gpu-model: a100", ""),
+        node("g2", "32", "256Gi", 8, "gpu-model: a100", ""),
+        bound("serving", "g1", 0, "app: serving"),
+        bound("batch", "g2", 0, "app: batch"),
+        budget.to_string(),
+    ]
+    .concat();
+    let urgent = pod("urgent", "4", "16Gi", 8, "", "  priority: 1000\n");
+    let sim = run(&format!("{cluster}{urgent}"));
+    assert_eq!(node_of(&sim, "default/urgent"), Some("g2"), "the node whose victim violates no budget");
+    let preempted: Vec<(&str, &str, &str)> =
+        sim.preempted.iter().map(|p| (p.pod.as_str(), p.node.as_str(), p.by.as_str())).collect();
+    assert_eq!(preempted, [("default/batch", "g2", "default/urgent")]);
+
+    let meek = pod("meek", "4", "16Gi", 8, "", "  priority: 1000\n  preemptionPolicy: Never\n");
+    let sim = run(&format!("{cluster}{meek}"));
+    assert!(sim.preempted.is_empty());
+    assert_eq!(
+        reason_of(&sim, "default/meek"),
+        "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. preemption: not eligible due to preemptionPolicy=Never."
+    );
+
+    let peer = pod("peer", "4", "16Gi", 8, "", "");
+    let sim = run(&format!("{cluster}{peer}"));
+    assert_eq!(
+        reason_of(&sim, "default/peer"),
+        "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    );
+}

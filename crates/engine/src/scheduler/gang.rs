@@ -190,6 +190,10 @@ impl Scheduler {
             let mut state = CycleState::at(now);
             state.set_node_selector(profile.node_selector.clone());
             state.set_restriction(restriction.clone());
+            state.set_nominated(self.nominated());
+            // A member alone preempts nothing: the gang preempts for all
+            // its members at once, or not at all.
+            state.set_skip_post_filter(true);
             let decision = self.algorithm.schedule(profile, &mut state, &qp.pod, &self.snapshot);
             let mut record = decision.record;
             match decision.result {
@@ -268,6 +272,7 @@ impl Scheduler {
                 message: u.message,
                 unschedulable: true,
                 nominated_node: None,
+                victims: Vec::new(),
             };
             self.queue.add_unschedulable(u.qp, u.plugins, now);
             self.ready.push_back(CycleOutcome::Failed(Box::new(failure)));
@@ -324,6 +329,7 @@ impl Scheduler {
                 message: message.clone(),
                 unschedulable: true,
                 nominated_node: None,
+                victims: Vec::new(),
             };
             self.queue.add_unschedulable(qp, plugins.clone(), now);
             self.ready.push_back(CycleOutcome::Failed(Box::new(failure)));
@@ -344,7 +350,7 @@ impl Scheduler {
             Some(t) => self.queue.add_backoff_until(qp, t, now),
             None => self.queue.add_unschedulable(qp, [GANG_WAIT].into(), now),
         }
-        let failure = Failure { pod, record, message, unschedulable: true, nominated_node: None };
+        let failure = Failure { pod, record, message, unschedulable: true, nominated_node: None, victims: Vec::new() };
         self.ready.push_back(CycleOutcome::Failed(Box::new(failure)));
     }
 

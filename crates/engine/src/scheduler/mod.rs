@@ -20,7 +20,7 @@ use crate::disruption::Pdb;
 use crate::explain::DecisionRecord;
 use crate::extender::Extender;
 use crate::facts::FactWarning;
-use crate::framework::{Binder, ClusterEvent, Code, CycleState, EventAction, EventResource, Status};
+use crate::framework::{Binder, ClusterEvent, Code, CycleState, EventAction, EventResource, Nominated, Status};
 use crate::gang::{GangStatus, Gangs, PodGroup};
 use crate::model::{Labels, Node, Pod, PodRef};
 use crate::profile::Profile;
@@ -130,6 +130,9 @@ pub struct Failure {
     pub unschedulable: bool,
     /// A node a PostFilter plugin made room on.
     pub nominated_node: Option<String>,
+    /// The pods to evict to make that room (preemption): the caller
+    /// evicts them; the pod waits, nominated, until they are gone.
+    pub victims: Vec<PodRef>,
 }
 
 pub struct Scheduler {
@@ -156,6 +159,9 @@ pub struct Scheduler {
     gang_of: HashMap<String, String>,
     /// Outcomes of a gang decided in one cycle, handed out one per call.
     ready: VecDeque<CycleOutcome>,
+    /// Pending pods nominated to a node (by a preemption, or as the API
+    /// says), by uid: other pods leave room for them there.
+    nominations: HashMap<String, (String, PodRef)>,
 }
 
 /// Raised when the configuration has no profile (never after validation).
@@ -196,6 +202,7 @@ impl Scheduler {
             gangs: Gangs::default(),
             gang_of: HashMap::new(),
             ready: VecDeque::new(),
+            nominations: HashMap::new(),
         })
     }
 
@@ -358,6 +365,7 @@ impl Scheduler {
             }
         }
         self.gated.remove(&pod.uid);
+        self.nominate(&pod);
         if self.queue.contains(&pod.uid) {
             self.queue.update(pod, now);
             self.fire(ClusterEvent::new(EventResource::UnscheduledPod, EventAction::Update), now);
@@ -384,6 +392,51 @@ impl Scheduler {
         if let Some(key) = self.gang_of.remove(uid) {
             self.gangs.remove_pending(&key, uid);
         }
+        self.nominations.remove(uid);
+    }
+
+    /// Records the pod's nomination (or its absence).
+    fn nominate(&mut self, pod: &PodRef) {
+        match &pod.nominated_node_name {
+            Some(node) => {
+                self.nominations.insert(pod.uid.clone(), (node.clone(), pod.clone()));
+            }
+            None => {
+                self.nominations.remove(&pod.uid);
+            }
+        }
+    }
+
+    /// The nominations by snapshot position, for a cycle (None when there
+    /// are none, the usual case).
+    fn nominated(&self) -> Option<Arc<Nominated>> {
+        if self.nominations.is_empty() {
+            return None;
+        }
+        let mut by_position: HashMap<usize, Vec<PodRef>> = HashMap::new();
+        for (node, pod) in self.nominations.values() {
+            if let Some(i) = self.snapshot.position(node) {
+                by_position.entry(i).or_default().push(pod.clone());
+            }
+        }
+        Some(Arc::new(Nominated::new(by_position)))
+    }
+
+    /// A preemption nominated `node` for the in-flight pod `qp`: the pod
+    /// waits with the nomination (kept in its queue entry) for its victims
+    /// to go.
+    fn nominate_in_flight(&mut self, qp: &mut QueuedPod, node: &str) {
+        let mut pod = (*qp.pod).clone();
+        pod.nominated_node_name = Some(node.to_string());
+        let pod = Arc::new(pod);
+        self.queue.update_in_flight(pod.clone());
+        self.nominate(&pod);
+        qp.pod = pod;
+    }
+
+    /// Pods nominated to nodes, waiting for their victims to go.
+    pub fn nominated_pods(&self) -> impl Iterator<Item = (&str, &PodRef)> {
+        self.nominations.values().map(|(n, p)| (n.as_str(), p))
     }
 
     /// A PodGroup was added or changed: its members try again.
@@ -472,8 +525,10 @@ impl Scheduler {
         self.cache.update_snapshot(&mut self.snapshot);
         let mut state = CycleState::at(now);
         state.set_node_selector(profile.node_selector.clone());
+        state.set_nominated(self.nominated());
         let decision = self.algorithm.schedule(&profile, &mut state, &qp.pod, &self.snapshot);
         let record = decision.record;
+        let mut qp = qp;
         match decision.result {
             Ok(ScheduleResult { node, .. }) => Some(self.assume(profile, qp, node, state, record, now)),
             Err(err) => {
@@ -486,6 +541,9 @@ impl Scheduler {
                     ScheduleError::Internal(_) => HashSet::new(),
                 };
                 let message = err.message();
+                if let Some(node) = &decision.nominated_node {
+                    self.nominate_in_flight(&mut qp, node);
+                }
                 let pod = qp.pod.clone();
                 if unschedulable {
                     self.queue.add_unschedulable(qp, plugins, now);
@@ -498,6 +556,7 @@ impl Scheduler {
                     message,
                     unschedulable,
                     nominated_node: decision.nominated_node,
+                    victims: decision.victims,
                 })))
             }
         }
@@ -626,7 +685,14 @@ impl Scheduler {
         } else {
             self.queue.add_backoff(qp, now);
         }
-        CycleOutcome::Failed(Box::new(Failure { pod, record, message, unschedulable, nominated_node: None }))
+        CycleOutcome::Failed(Box::new(Failure {
+            pod,
+            record,
+            message,
+            unschedulable,
+            nominated_node: None,
+            victims: Vec::new(),
+        }))
     }
 
     /// Reports the binding's outcome. On failure the assumption is undone,
