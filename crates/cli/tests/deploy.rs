@@ -18,12 +18,18 @@ use serde_json::{Value, json};
 use support::cluster::{deploy_files, repo};
 
 /// The rules `run` needs: (API group, resource, verbs, resource names).
+/// Pod delete, PodGroups and PodDisruptionBudgets are for gangs and
+/// preemption (docs/OPERATIONS.md gives each rule's reason).
 fn expected_rules() -> Vec<Value> {
     vec![
         json!({"apiGroups": [""], "resources": ["nodes", "namespaces", "pods"], "verbs": ["list", "watch"]}),
+        json!({"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]}),
         json!({"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]}),
         json!({"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]}),
         json!({"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}),
+        json!({"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"], "verbs": ["get", "list", "watch"]}),
+        json!({"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups/status"], "verbs": ["patch", "update"]}),
+        json!({"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["list", "watch"]}),
     ]
 }
 
