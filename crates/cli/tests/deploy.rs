@@ -1,25 +1,35 @@
 //! The deployment artifacts: deploy/*.yaml and the Helm chart render the
 //! same kinds of objects, grant exactly the API access `run` uses, and
-//! carry configurations `check-config` accepts. helm is built from Go
+//! carry configurations `check-config` accepts; the CRDs, in deploy/crds/
+//! and the chart's crds/, are the same files. helm is built from Go
 //! modules by tools/k8s/helm/build. (ha_cluster.rs applies deploy/ to a
 //! real control plane and runs the scheduler with its permissions.)
 
 mod support;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrBool,
+};
 use serde_json::{Value, json};
 use support::cluster::{deploy_files, repo};
 
 /// The rules `run` needs: (API group, resource, verbs, resource names).
+/// Pod delete, PodGroups and PodDisruptionBudgets are for gangs and
+/// preemption (docs/OPERATIONS.md gives each rule's reason).
 fn expected_rules() -> Vec<Value> {
     vec![
         json!({"apiGroups": [""], "resources": ["nodes", "namespaces", "pods"], "verbs": ["list", "watch"]}),
+        json!({"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]}),
         json!({"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]}),
         json!({"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]}),
         json!({"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}),
+        json!({"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"], "verbs": ["get", "list", "watch"]}),
+        json!({"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups/status"], "verbs": ["patch", "update"]}),
+        json!({"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["list", "watch"]}),
     ]
 }
 
@@ -241,4 +251,168 @@ fn the_helm_chart_lints_and_renders_what_deploy_has() {
     assert_eq!(role[0]["metadata"]["namespace"], "leases");
     assert_eq!(role[0]["rules"][1]["resourceNames"], json!(["gs"]));
     assert_eq!(of_kind(&objects, "RoleBinding")[0]["metadata"]["namespace"], "leases");
+}
+
+/// The `*.yaml` files of a directory: file name → text.
+fn yaml_files(dir: &Path) -> BTreeMap<String, String> {
+    std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()));
+            (p.file_name().unwrap_or_default().to_string_lossy().into_owned(), text)
+        })
+        .collect()
+}
+
+/// Where `a` and `b` first differ (a dotted path), numbers compared as
+/// floats: k8s-openapi holds `minimum` as f64, so a round trip turns the
+/// 1 of the YAML into 1.0.
+fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
+    let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => (x.as_f64() != y.as_f64()).then(|| path.to_string()),
+        (Value::Object(x), Value::Object(y)) => x.keys().chain(y.keys()).find_map(|k| {
+            first_difference(x.get(k).unwrap_or(&Value::Null), y.get(k).unwrap_or(&Value::Null), &join(k))
+        }),
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            x.iter().zip(y).enumerate().find_map(|(i, (u, v))| first_difference(u, v, &format!("{path}[{i}]")))
+        }
+        _ => (a != b).then(|| path.to_string()),
+    }
+}
+
+/// The schema of the property at `path` (dot-separated) below `schema`.
+fn property<'a>(schema: &'a JSONSchemaProps, path: &str) -> &'a JSONSchemaProps {
+    path.split('.').fold(schema, |s, name| {
+        s.properties.as_ref().and_then(|p| p.get(name)).unwrap_or_else(|| panic!("the PodGroup schema has no {path}"))
+    })
+}
+
+/// Asserts a property's type and format.
+fn typed(schema: &JSONSchemaProps, path: &str, type_: &str, format: Option<&str>) {
+    let p = property(schema, path);
+    assert_eq!(p.type_.as_deref(), Some(type_), "type of {path}");
+    assert_eq!(p.format.as_deref(), format, "format of {path}");
+}
+
+#[test]
+fn the_podgroup_crd_is_one_file_in_both_forms_and_speaks_coscheduling() {
+    // Helm installs the chart's crds/ as they are (no templating), so the
+    // two forms can, and must, ship the very same files.
+    let plain = yaml_files(&repo().join("deploy/crds"));
+    let chart = yaml_files(&repo().join("deploy/helm/gpu-scheduler/crds"));
+    assert_eq!(
+        plain.keys().collect::<Vec<_>>(),
+        chart.keys().collect::<Vec<_>>(),
+        "deploy/crds/ and deploy/helm/gpu-scheduler/crds/ hold different files"
+    );
+    for (name, text) in &plain {
+        assert!(
+            chart[name] == *text,
+            "deploy/crds/{name} and deploy/helm/gpu-scheduler/crds/{name} differ: copy one over the other"
+        );
+    }
+
+    let file = "deploy/crds/scheduling.x-k8s.io_podgroups.yaml";
+    let text = plain.get("scheduling.x-k8s.io_podgroups.yaml").unwrap_or_else(|| panic!("no {file}"));
+    let objects = docs(text, file);
+    assert_eq!(objects.len(), 1, "{file}: one object");
+    let crd: CustomResourceDefinition = serde_json::from_value(objects[0].clone())
+        .unwrap_or_else(|e| panic!("{file}: not a CustomResourceDefinition: {e}"));
+    // k8s-openapi drops what it does not know: a misspelt field (say
+    // `x-kubernetes-int-or-strng`) shows as a difference here.
+    let back = serde_json::to_value(&crd).unwrap_or_else(|e| panic!("{file}: {e}"));
+    if let Some(path) = first_difference(&objects[0], &back, "") {
+        panic!("{file}: {path} is not part of a CustomResourceDefinition (lost in decoding)");
+    }
+
+    assert_eq!(crd.metadata.name.as_deref(), Some("podgroups.scheduling.x-k8s.io"));
+    let annotations = crd.metadata.annotations.clone().unwrap_or_default();
+    assert!(annotations.contains_key("api-approved.kubernetes.io"), "{file}: no api-approved.kubernetes.io");
+    // Deleting a CRD deletes every object of it: gpu-scheduler's labels
+    // must not select it.
+    assert!(crd.metadata.labels.is_none(), "{file}: labelled {:?}", crd.metadata.labels);
+    let spec = &crd.spec;
+    assert_eq!(spec.group, "scheduling.x-k8s.io");
+    assert_eq!(spec.scope, "Namespaced");
+    assert_eq!(spec.names.kind, "PodGroup");
+    assert_eq!(spec.names.list_kind.as_deref(), Some("PodGroupList"));
+    assert_eq!(spec.names.plural, "podgroups");
+    assert_eq!(spec.names.singular.as_deref(), Some("podgroup"));
+    assert_eq!(spec.names.short_names, Some(vec!["pg".to_string(), "pgs".to_string()]));
+    let [version] = spec.versions.as_slice() else {
+        panic!("{file}: one version expected, not {}", spec.versions.len())
+    };
+    assert_eq!(version.name, "v1alpha1");
+    assert!(version.served && version.storage, "{file}: v1alpha1 must be served and stored");
+    let subresources = version.subresources.as_ref().unwrap_or_else(|| panic!("{file}: no subresources"));
+    assert!(subresources.status.is_some(), "{file}: no status subresource");
+    assert!(subresources.scale.is_none(), "{file}: a scale subresource");
+    let columns: Vec<(&str, &str, &str)> = version
+        .additional_printer_columns
+        .iter()
+        .flatten()
+        .map(|c| (c.name.as_str(), c.type_.as_str(), c.json_path.as_str()))
+        .collect();
+    assert_eq!(
+        columns,
+        [
+            ("Phase", "string", ".status.phase"),
+            ("MinMember", "integer", ".spec.minMember"),
+            ("Scheduled", "integer", ".status.scheduled"),
+            ("Running", "integer", ".status.running"),
+            ("Age", "date", ".metadata.creationTimestamp"),
+        ]
+    );
+
+    let schema = version
+        .schema
+        .as_ref()
+        .and_then(|s| s.open_api_v3_schema.as_ref())
+        .unwrap_or_else(|| panic!("{file}: no openAPIV3Schema"));
+    assert!(
+        schema.description.as_deref().unwrap_or_default().contains("gpu-scheduler.io/topology-key"),
+        "{file}: the topology-key annotation is not documented in the schema"
+    );
+    typed(schema, "spec.minMember", "integer", Some("int32"));
+    assert_eq!(property(schema, "spec.minMember").minimum, Some(1.0), "a gang of at least one");
+    typed(schema, "spec.scheduleTimeoutSeconds", "integer", Some("int32"));
+    typed(schema, "spec.minResources", "object", None);
+    let Some(JSONSchemaPropsOrBool::Schema(quantity)) = &property(schema, "spec.minResources").additional_properties
+    else {
+        panic!("{file}: spec.minResources has no schema for its values")
+    };
+    assert_eq!(quantity.x_kubernetes_int_or_string, Some(true), "minResources values: int or string");
+    let any_of: Vec<Option<&str>> = quantity.any_of.iter().flatten().map(|s| s.type_.as_deref()).collect();
+    assert_eq!(any_of, [Some("integer"), Some("string")], "minResources values");
+    assert!(quantity.pattern.is_some(), "minResources values: no quantity pattern");
+    let phases: Vec<Value> = property(schema, "status.phase").enum_.iter().flatten().map(|j| j.0.clone()).collect();
+    assert_eq!(
+        phases,
+        [
+            json!("Pending"),
+            json!("Scheduling"),
+            json!("Scheduled"),
+            json!("Running"),
+            json!("Finished"),
+            json!("Failed"),
+            json!("Unknown")
+        ]
+    );
+    typed(schema, "status.phase", "string", None);
+    typed(schema, "status.occupiedBy", "string", None);
+    for count in ["scheduled", "running", "succeeded", "failed"] {
+        typed(schema, &format!("status.{count}"), "integer", Some("int32"));
+    }
+    typed(schema, "status.scheduleStartTime", "string", Some("date-time"));
+
+    // Helm finds it where it looks for CRDs.
+    let rendered = helm(&["template", "t", "deploy/helm/gpu-scheduler", "--include-crds"]);
+    let crds: Vec<Value> = docs(&rendered, "helm template --include-crds")
+        .into_iter()
+        .filter(|o| o["kind"] == "CustomResourceDefinition")
+        .collect();
+    assert_eq!(crds, objects, "helm template --include-crds");
 }

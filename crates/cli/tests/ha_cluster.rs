@@ -1,14 +1,18 @@
-//! The deployment as an SRE installs it (deploy/*.yaml applied with
-//! `kubectl apply --server-side`), two scheduler replicas running as its
-//! ServiceAccount with the deployed configuration, and a failover: the
-//! leader killed with SIGKILL in the middle of a 500-pod burst.
+//! The deployment as an SRE installs it (deploy/crds/ then deploy/*.yaml
+//! applied with `kubectl apply --server-side`), two scheduler replicas
+//! running as its ServiceAccount with the deployed configuration, and a
+//! failover: the leader killed with SIGKILL in the middle of a 500-pod
+//! burst. Then what gangs and preemption need from the installation: the
+//! PodGroup CRD's validation and status subresource, and the permissions
+//! around them.
 
 mod support;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::cluster::{Cluster, deploy_files, items, node_yaml, pod_yaml, s, wait_for};
+use serde_json::json;
+use support::cluster::{Cluster, deploy_files, items, node_yaml, output_with_input, pod_yaml, repo, s, wait_for};
 
 const NS: &str = "gpu-scheduler";
 const SA: &str = "system:serviceaccount:gpu-scheduler:scheduler-sa";
@@ -26,9 +30,15 @@ fn can_i(c: &Cluster, args: &[&str]) -> bool {
     String::from_utf8_lossy(&out.stdout).trim() == "yes"
 }
 
-/// A kubeconfig that authenticates with a ServiceAccount token from the
-/// TokenRequest API, against the same server and CA as the admin's.
-fn service_account_kubeconfig(c: &Cluster) -> std::path::PathBuf {
+/// The ServiceAccount as a client: a token from the TokenRequest API, and
+/// the server and CA file of the admin's kubeconfig.
+struct ServiceAccount {
+    token: String,
+    server: String,
+    ca: String,
+}
+
+fn service_account(c: &Cluster) -> ServiceAccount {
     let token = c.kubectl(&["create", "token", "scheduler-sa", "-n", NS, "--duration", "2h"]);
     let admin = std::fs::read_to_string(&c.kubeconfig).unwrap_or_else(|e| panic!("reading the kubeconfig: {e}"));
     let field = |key: &str| {
@@ -37,14 +47,55 @@ fn service_account_kubeconfig(c: &Cluster) -> std::path::PathBuf {
             .find_map(|l| l.trim().strip_prefix(key).map(|v| v.trim().to_string()))
             .unwrap_or_else(|| panic!("no {key} in the admin kubeconfig"))
     };
-    let (server, ca) = (field("server:"), field("certificate-authority:"));
+    ServiceAccount { token: token.trim().to_string(), server: field("server:"), ca: field("certificate-authority:") }
+}
+
+/// A kubeconfig that authenticates as the ServiceAccount.
+fn service_account_kubeconfig(c: &Cluster, sa: &ServiceAccount) -> std::path::PathBuf {
+    let ServiceAccount { token, server, ca } = sa;
     c.file(
         "scheduler-sa.kubeconfig",
         &format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\nusers:\n- name: scheduler-sa\n  user:\n    token: {}\ncontexts:\n- name: local\n  context: {{cluster: local, user: scheduler-sa}}\ncurrent-context: local\n",
-            token.trim()
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\nusers:\n- name: scheduler-sa\n  user:\n    token: {token}\ncontexts:\n- name: local\n  context: {{cluster: local, user: scheduler-sa}}\ncurrent-context: local\n"
         ),
     )
+}
+
+/// One API request as the ServiceAccount, sent as the scheduler sends it:
+/// kubectl would GET the object's subresource first, which the scheduler
+/// need not be allowed to. Returns the HTTP status and the body.
+fn request_as(sa: &ServiceAccount, method: &str, path: &str, content_type: &str, body: &str) -> (u16, String) {
+    let out = output_with_input(
+        Command::new("curl")
+            .args(["-sS", "--cacert", &sa.ca, "-X", method, "--data-binary", "@-", "-w", "\n%{http_code}"])
+            .args([
+                "-H",
+                &format!("Authorization: Bearer {}", sa.token),
+                "-H",
+                &format!("Content-Type: {content_type}"),
+            ])
+            .arg(format!("{}{path}", sa.server)),
+        body,
+    );
+    assert!(out.status.success(), "curl {method} {path}: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or_else(|| panic!("curl {method} {path}: no status in {text}"));
+    (code.trim().parse().unwrap_or_else(|e| panic!("curl {method} {path}: status {code:?}: {e}")), body.to_string())
+}
+
+/// Installs as docs/OPERATIONS.md says: the CRDs first, then deploy/.
+fn install(c: &Cluster) {
+    let crds = repo().join("deploy/crds");
+    c.kubectl(&["apply", "--server-side", "-f", crds.to_str().unwrap_or_default()]);
+    // PodGroups can be created, and RBAC rules on them resolved, once the
+    // API server serves the new resource.
+    c.kubectl(&["wait", "--for=condition=Established", "crd/podgroups.scheduling.x-k8s.io", "--timeout=60s"]);
+    let mut args = vec!["apply", "--server-side"];
+    let files = deploy_files();
+    for f in &files {
+        args.extend_from_slice(&["-f", f.to_str().unwrap_or_default()]);
+    }
+    c.kubectl(&args);
 }
 
 fn lease_holder(c: &Cluster) -> String {
@@ -64,12 +115,7 @@ fn sample(metrics: &str, name_and_labels: &str) -> f64 {
 #[test]
 fn deployed_replicas_fail_over() {
     let c = Cluster::up("ha");
-    let mut args = vec!["apply", "--server-side"];
-    let files = deploy_files();
-    for f in &files {
-        args.extend_from_slice(&["-f", f.to_str().unwrap_or_default()]);
-    }
-    c.kubectl(&args);
+    install(&c);
 
     // Least privilege: what the scheduler needs, and nothing it does not.
     for (allowed, check) in [
@@ -83,7 +129,7 @@ fn deployed_replicas_fail_over() {
         (false, vec!["list", "secrets", "-A"]),
         (false, vec!["delete", "nodes"]),
         (false, vec!["create", "pods", "-n", "default"]),
-        (false, vec!["delete", "pods", "-n", "default"]),
+        (false, vec!["update", "pods", "-n", "default"]),
         (false, vec!["update", "leases/kube-scheduler", "-n", "kube-system"]),
         (false, vec!["update", "configmaps", "-n", NS]),
     ] {
@@ -97,7 +143,7 @@ fn deployed_replicas_fail_over() {
         .find_map(|m| m["data"]["config.yaml"].as_str().map(str::to_string))
         .unwrap_or_else(|| panic!("no ConfigMap with config.yaml in {NS}: {cm}"));
     let config = c.file("deployed-config.yaml", &config);
-    let kubeconfig = service_account_kubeconfig(&c);
+    let kubeconfig = service_account_kubeconfig(&c, &service_account(&c));
 
     let nodes: String = (0..5).map(|i| node_yaml(&format!("n{i}"), &[], 32, 128, 0, &[])).collect();
     c.kubectl_in(&["create", "-f", "-"], &nodes);
@@ -171,4 +217,123 @@ fn deployed_replicas_fail_over() {
     assert!(status.success(), "{status:?}:\n{}", follower.log_text());
     assert_eq!(lease_holder(&c), "", "the Lease was not released");
     leader.kill();
+}
+
+/// A PodGroup in namespace ml with `spec` (YAML lines under `spec:`).
+fn podgroup_yaml(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata:\n  name: {name}\n  namespace: ml\nspec:\n  {spec}\n"
+    )
+}
+
+#[test]
+fn podgroups_validate_and_the_scheduler_writes_only_their_status() {
+    let c = Cluster::up("ha-podgroups");
+    install(&c);
+
+    // Gangs and preemption: what they need, and nothing around it.
+    let pg = "podgroups.scheduling.x-k8s.io";
+    let pdb = "poddisruptionbudgets.policy";
+    for (allowed, check) in [
+        (true, vec!["get", pg, "-n", "ml"]),
+        (true, vec!["list", pg, "-A"]),
+        (true, vec!["watch", pg, "-A"]),
+        (true, vec!["patch", pg, "--subresource=status", "-n", "ml"]),
+        (true, vec!["update", pg, "--subresource=status", "-n", "ml"]),
+        (true, vec!["delete", "pods", "-n", "ml"]),
+        (true, vec!["patch", "pods", "--subresource=status", "-n", "ml"]),
+        (true, vec!["list", pdb, "-A"]),
+        (true, vec!["watch", pdb, "-A"]),
+        (false, vec!["create", pg, "-n", "ml"]),
+        (false, vec!["update", pg, "-n", "ml"]),
+        (false, vec!["patch", pg, "-n", "ml"]),
+        (false, vec!["delete", pg, "-n", "ml"]),
+        (false, vec!["create", pdb, "-n", "ml"]),
+        (false, vec!["delete", pdb, "-n", "ml"]),
+        (false, vec!["create", "pods", "--subresource=eviction", "-n", "ml"]),
+        (false, vec!["update", "pods", "-n", "ml"]),
+        (false, vec!["delete", "nodes"]),
+        (false, vec!["delete", "customresourcedefinitions.apiextensions.k8s.io"]),
+    ] {
+        assert_eq!(can_i(&c, &check), allowed, "can-i {check:?} as the ServiceAccount");
+    }
+
+    // The example applies as its comment says (all but the stand-in
+    // nodes), and the nodes are valid objects too.
+    let example = repo().join("examples/gang-training.yaml");
+    let example = example.to_str().unwrap_or_default();
+    c.kubectl(&["apply", "-f", example, "--selector", "!gpu-model"]);
+    c.kubectl(&["apply", "--dry-run=server", "-f", example]);
+    let applied = c.get_json(&["podgroup", "pretrain", "-n", "ml"]);
+    assert_eq!(applied["spec"]["minMember"], 4, "{applied}");
+    assert_eq!(applied["metadata"]["annotations"]["gpu-scheduler.io/topology-key"], "topology.kubernetes.io/zone");
+
+    // Quantities as pods write them, numbers or strings.
+    c.kubectl_in(
+        &["create", "-f", "-"],
+        &podgroup_yaml(
+            "quantities",
+            "minMember: 2\n  minResources: {nvidia.com/gpu: 16, cpu: 500m, memory: 512Gi, example.com/x: 1e3}",
+        ),
+    );
+    for (name, spec, field, why) in [
+        ("empty", "minMember: 0", "spec.minMember", "greater than or equal to 1"),
+        (
+            "words",
+            "minMember: 2\n  minResources: {nvidia.com/gpu: eight}",
+            "spec.minResources.nvidia.com/gpu",
+            "should match",
+        ),
+        ("huge", "minMember: 3000000000", "spec.minMember", "int32"),
+    ] {
+        let said = c.kubectl_refused(&["create", "-f", "-"], &podgroup_yaml(name, spec));
+        assert!(said.contains(field) && said.contains(why), "PodGroup {name} ({spec}): {said}");
+    }
+
+    // The scheduler's ServiceAccount writes the status, by patch and by
+    // update, through the status subresource.
+    let sa = service_account(&c);
+    let status_path = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/ml/podgroups/pretrain/status";
+    let merge = "application/merge-patch+json";
+    let status = json!({"status": {"phase": "Scheduling", "scheduled": 2, "running": 0,
+        "scheduleStartTime": "2026-01-01T00:00:00Z", "occupiedBy": "0b8e6f6a-0000-4000-8000-000000000001"}});
+    let (code, body) = request_as(&sa, "PATCH", status_path, merge, &status.to_string());
+    assert_eq!(code, 200, "patching the status as the ServiceAccount: {body}");
+    let kubeconfig = service_account_kubeconfig(&c, &sa);
+    let mut read =
+        c.get_json(&["--kubeconfig", kubeconfig.to_str().unwrap_or_default(), "podgroup", "pretrain", "-n", "ml"]);
+    read["status"]["phase"] = json!("Scheduled");
+    read["status"]["scheduled"] = json!(4);
+    // Through the status endpoint, a changed spec is ignored.
+    read["spec"]["minMember"] = json!(1);
+    let (code, body) = request_as(&sa, "PUT", status_path, "application/json", &read.to_string());
+    assert_eq!(code, 200, "updating the status as the ServiceAccount: {body}");
+    let table = c.kubectl(&["get", "pg", "pretrain", "-n", "ml"]);
+    let rows: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(
+        rows.first().map(Vec::as_slice),
+        Some(&["NAME", "PHASE", "MINMEMBER", "SCHEDULED", "RUNNING", "AGE"][..]),
+        "{table}"
+    );
+    assert_eq!(
+        rows.get(1).map(|r| &r[..r.len().min(5)]),
+        Some(&["pretrain", "Scheduled", "4", "4", "0"][..]),
+        "{table}"
+    );
+    let after = c.get_json(&["podgroup", "pretrain", "-n", "ml"]);
+    assert_eq!(after["status"]["scheduleStartTime"], "2026-01-01T00:00:00Z", "{after}");
+    assert_eq!(after["spec"]["minMember"], 4, "the status update changed the spec: {after}");
+
+    // Not a phase the API knows; not the scheduler's to change the spec.
+    let (code, body) = request_as(&sa, "PATCH", status_path, merge, r#"{"status":{"phase":"Done"}}"#);
+    assert!(code == 422 && body.contains("status.phase") && body.contains("Unsupported value"), "{code}: {body}");
+    let object_path = status_path.trim_end_matches("/status");
+    let (code, body) = request_as(&sa, "PATCH", object_path, merge, r#"{"spec":{"minMember":2}}"#);
+    assert_eq!(code, 403, "the ServiceAccount patched a PodGroup's spec: {body}");
+
+    // With the status subresource on, a write to the object leaves its
+    // status alone, even from an admin.
+    c.kubectl(&["patch", "podgroup", "pretrain", "-n", "ml", "--type=merge", "-p", r#"{"status":{"phase":"Failed"}}"#]);
+    let after = c.get_json(&["podgroup", "pretrain", "-n", "ml"]);
+    assert_eq!(after["status"]["phase"], "Scheduled", "{after}");
 }

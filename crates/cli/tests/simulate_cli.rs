@@ -474,6 +474,20 @@ fn gpu_pool_config_keeps_our_pods_on_the_pool() {
     assert_eq!(placed, 7, "the training and inference pods; the web pods do not tolerate the GPU taint");
 }
 
+#[test]
+fn gang_example_simulates_on_its_own() {
+    // A manifest reader that knew no PodGroup would have to pass it over,
+    // not fail; the Job's four 8-GPU workers then take four whole nodes.
+    let v = simulate_json(&[], &["examples/gang-training.yaml"]);
+    let p = placements(&v);
+    let workers: Vec<&str> = p.iter().filter_map(|x| x["pod"].as_str()).collect();
+    assert_eq!(workers.len(), 4, "{v}");
+    assert!(workers.iter().all(|w| w.starts_with("ml/pretrain-")), "{workers:?}");
+    let nodes: std::collections::BTreeSet<&str> =
+        p.iter().map(|x| x["node"].as_str().unwrap_or_else(|| panic!("unplaced: {x}"))).collect();
+    assert_eq!(nodes.len(), 4, "one worker per 8-GPU node: {v}");
+}
+
 // ------------------------------------------------------ what gets scheduled
 
 #[test]

@@ -103,19 +103,22 @@ impl Cluster {
 
     /// Runs kubectl with `input` on stdin (`kubectl create -f -`).
     pub fn kubectl_in(&self, args: &[&str], input: &str) -> String {
-        let mut child = self
-            .kubectl_cmd(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("running kubectl: {e}"));
-        if let Some(mut stdin) = child.stdin.take() {
-            stdin.write_all(input.as_bytes()).unwrap_or_else(|e| panic!("writing to kubectl: {e}"));
-        }
-        let out = child.wait_with_output().unwrap_or_else(|e| panic!("waiting for kubectl: {e}"));
+        let out = self.kubectl_output(args, input);
         check("kubectl", args, &out);
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs kubectl with `input` on stdin, expecting the API server to
+    /// refuse; returns what kubectl said (panics if it succeeded).
+    pub fn kubectl_refused(&self, args: &[&str], input: &str) -> String {
+        let out = self.kubectl_output(args, input);
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(!out.status.success(), "kubectl {args:?} succeeded, a refusal was expected:\n{said}\ninput:\n{input}");
+        said
+    }
+
+    fn kubectl_output(&self, args: &[&str], input: &str) -> Output {
+        output_with_input(&mut self.kubectl_cmd(args), input)
     }
 
     /// `kubectl get ... -o json`, parsed.
@@ -293,6 +296,21 @@ pub fn http_get(addr: &str, path: &str) -> (u16, String) {
     let status = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
     let body = text.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_string());
     (status, body)
+}
+
+/// Runs `cmd` with `input` on its stdin and collects its output.
+pub fn output_with_input(cmd: &mut Command, input: &str) -> Output {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("running {program}: {e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input.as_bytes()).unwrap_or_else(|e| panic!("writing to {program}: {e}"));
+    }
+    child.wait_with_output().unwrap_or_else(|e| panic!("waiting for {program}: {e}"))
 }
 
 pub fn items(list: &Value) -> &[Value] {
