@@ -476,8 +476,8 @@ fn gpu_pool_config_keeps_our_pods_on_the_pool() {
 
 #[test]
 fn gang_example_simulates_on_its_own() {
-    // A manifest reader that knew no PodGroup would have to pass it over,
-    // not fail; the Job's four 8-GPU workers then take four whole nodes.
+    // The PodGroup is read and the Job's four 8-GPU workers are placed
+    // as one gang: four whole nodes, in one zone.
     let v = simulate_json(&[], &["examples/gang-training.yaml"]);
     let p = placements(&v);
     let workers: Vec<&str> = p.iter().filter_map(|x| x["pod"].as_str()).collect();
@@ -486,6 +486,9 @@ fn gang_example_simulates_on_its_own() {
     let nodes: std::collections::BTreeSet<&str> =
         p.iter().map(|x| x["node"].as_str().unwrap_or_else(|| panic!("unplaced: {x}"))).collect();
     assert_eq!(nodes.len(), 4, "one worker per 8-GPU node: {v}");
+    // The PodGroup's topology key keeps the gang in the zone that holds it.
+    assert!(nodes.iter().all(|n| n.starts_with("a100-b")), "all in eu-west-1b: {nodes:?}");
+    assert_eq!(v["summary"]["ignoredObjects"], 0, "the PodGroup is read: {v}");
 }
 
 // ------------------------------------------------------ what gets scheduled
