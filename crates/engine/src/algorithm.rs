@@ -111,6 +111,8 @@ pub struct Decision {
     pub nominated_node: Option<String>,
     /// The pods to evict for the nominated node (preemption).
     pub victims: Vec<crate::model::PodRef>,
+    /// Whether a PostFilter plugin ran (kube's preemption attempts).
+    pub post_filter_ran: bool,
 }
 
 impl Algorithm {
@@ -262,7 +264,7 @@ impl Algorithm {
         };
         let mut skipped: Vec<&'static str> = Vec::new();
         let result = self.decide(profile, state, pod, snap, &mut record, &mut skipped);
-        let (mut nominated_node, mut victims) = (None, Vec::new());
+        let (mut nominated_node, mut victims, mut post_filter_ran) = (None, Vec::new(), false);
         let result = match result {
             Err(ScheduleError::Unschedulable(mut fit)) if !state.skips_post_filter() => {
                 let filters = filter_list(profile, &skipped);
@@ -270,6 +272,7 @@ impl Algorithm {
                 for p in &profile.post_filter {
                     let Some(pf) = p.as_post_filter() else { continue };
                     let r = pf.post_filter(&ctx, state, pod);
+                    post_filter_ran = true;
                     if !r.status.reasons.is_empty() {
                         fit.post_filter_msg = Some(r.status.message());
                     }
@@ -295,7 +298,7 @@ impl Algorithm {
             Ok(r) => record.node = Some(r.node.clone()),
             Err(e) => record.message = Some(e.message()),
         }
-        Decision { result, record, nominated_node, victims }
+        Decision { result, record, nominated_node, victims, post_filter_ran }
     }
 
     fn decide(
@@ -742,6 +745,7 @@ mod tests {
             percentage_of_nodes_to_score,
             pod_selector: None,
             node_selector: None,
+            starvation: None,
             pre_enqueue: vec![],
             queue_sort: tiers.clone(),
             pre_filter: vec![],

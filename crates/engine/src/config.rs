@@ -297,6 +297,9 @@ pub struct ProfileConfig {
     /// Only nodes matching this selector are used (the NodePool filter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_selector: Option<LabelSelector>,
+    /// Holding nodes for GPU pods that have waited too long.
+    #[serde(default)]
+    pub starvation_guard: crate::starvation::StarvationGuardConfig,
 }
 
 fn default_scheduler_name() -> String {
@@ -312,6 +315,7 @@ impl Default for ProfileConfig {
             percentage_of_nodes_to_score: None,
             pod_selector: None,
             node_selector: None,
+            starvation_guard: crate::starvation::StarvationGuardConfig::default(),
         }
     }
 }
@@ -456,6 +460,7 @@ impl Configuration {
             if let Some(pct) = p.percentage_of_nodes_to_score {
                 check_percentage(&format!("{path}.percentageOfNodesToScore"), pct)?;
             }
+            p.starvation_guard.validate(&format!("{path}.starvationGuard"))?;
             p.plugins.validate_weights(&format!("{path}.plugins"))?;
             let mut seen = HashSet::new();
             for (j, pc) in p.plugin_config.iter().enumerate() {
@@ -684,6 +689,16 @@ mod tests {
                 "profiles[0].nodeSelector.matchExpressions[0]",
             ),
             ("unknown nodeFacts field", "nodeFacts:\n  gpuModel: []\n", "nodeFacts"),
+            (
+                "held share over 1",
+                "profiles:\n- starvationGuard:\n    maxHeldShare: 1.5\n",
+                "profiles[0].starvationGuard.maxHeldShare",
+            ),
+            (
+                "starvation guard after 0",
+                "profiles:\n- starvationGuard:\n    after: 0s\n",
+                "profiles[0].starvationGuard.after",
+            ),
             (
                 "GPU alias with a dash",
                 "nodeFacts:\n  gpuModels:\n  - {product: A100-SXM4, model: a100}\n",

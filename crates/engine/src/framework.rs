@@ -11,6 +11,7 @@ use crate::cache::{NodeList, NodeView, Snapshot};
 use crate::explain::PreemptionRecord;
 use crate::model::{LabelSelector, Pod, PodRef};
 use crate::node_info::NodeInfo;
+use crate::starvation::HeldNodes;
 use crate::time::Millis;
 
 /// Highest score a Score plugin may give a node after normalisation.
@@ -128,6 +129,7 @@ pub struct CycleState {
     node_selector: Option<Arc<LabelSelector>>,
     restriction: Option<Restriction>,
     nominated: Option<Arc<Nominated>>,
+    held: Option<Arc<HeldNodes>>,
     skip_post_filter: bool,
 }
 
@@ -209,6 +211,15 @@ impl CycleState {
 
     pub fn set_nominated(&mut self, nominated: Option<Arc<Nominated>>) {
         self.nominated = nominated.filter(|n| !n.is_empty());
+    }
+
+    /// Nodes held for starving pods (see [`crate::starvation`]).
+    pub fn held(&self) -> Option<&HeldNodes> {
+        self.held.as_deref()
+    }
+
+    pub fn set_held(&mut self, held: Option<Arc<HeldNodes>>) {
+        self.held = held;
     }
 
     /// Whether PostFilter (preemption) is to be left out of this cycle: a
@@ -437,6 +448,9 @@ pub fn run_filters(
     pod: &Pod,
     node: &NodeView<'_>,
 ) -> Result<(), Status> {
+    if let Some(hold) = state.held().and_then(|h| h.blocking(node.name(), pod)) {
+        return Err(hold.status());
+    }
     let mut fallback: Option<Status> = None;
     for (name, f) in filters {
         let s = f.filter(state, pod, node);

@@ -24,5 +24,6 @@ pub mod queue;
 pub mod registry;
 pub mod resources;
 pub mod scheduler;
+pub mod starvation;
 pub mod testing;
 pub mod time;

@@ -12,6 +12,7 @@ use crate::convert::label_selector;
 use crate::framework::Plugin;
 use crate::model::LabelSelector;
 use crate::registry::Registry;
+use crate::starvation::StarvationGuardConfig;
 
 /// A plugin the default profile enables at every point it implements, with
 /// its score weight. Weight 0 enables it everywhere but Score (users
@@ -34,6 +35,8 @@ pub struct Profile {
     /// Nodes this profile may use; filter plugins read it from the
     /// cycle state (`CycleState::node_selector`).
     pub node_selector: Option<Arc<LabelSelector>>,
+    /// The starvation guard's settings; None when it is off.
+    pub starvation: Option<StarvationGuardConfig>,
     pub pre_enqueue: Vec<PluginRef>,
     pub queue_sort: PluginRef,
     pub pre_filter: Vec<PluginRef>,
@@ -229,6 +232,7 @@ fn build_profile(
         percentage_of_nodes_to_score: cfg.percentage_of_nodes_to_score,
         pod_selector: selector(&cfg.pod_selector, "podSelector")?,
         node_selector: selector(&cfg.node_selector, "nodeSelector")?.map(Arc::new),
+        starvation: cfg.starvation_guard.enabled.then(|| cfg.starvation_guard.clone()),
         pre_enqueue: take("preEnqueue"),
         queue_sort: queue_sort.remove(0),
         pre_filter: take("preFilter"),

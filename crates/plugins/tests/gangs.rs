@@ -5,123 +5,16 @@
 //! decisions are bound and the bound pods come back as the watch reports
 //! them.
 
-use std::collections::{BTreeMap, HashSet};
+mod support;
 
-use engine::config::Configuration;
-use engine::framework::{Binder, Status};
-use engine::gang::{GangPhase, PodGroup};
-use engine::model::{LABEL_ZONE, Pod};
-use engine::profile::build_profiles;
-use engine::resources::Resources;
-use engine::scheduler::{CycleOutcome, Scheduler};
+use std::collections::HashSet;
+
+use engine::gang::GangPhase;
+use engine::model::LABEL_ZONE;
+use engine::scheduler::CycleOutcome;
 use engine::testing::{node, pod};
 use engine::time::SECOND;
-
-const GPU: &str = "nvidia.com/gpu";
-
-/// Binds everything except the pods named in `refuse` (once each).
-struct Api {
-    refuse: std::sync::Mutex<HashSet<String>>,
-}
-
-impl Binder for Api {
-    fn bind(&self, pod: &Pod, _node: &str) -> Result<(), String> {
-        let mut refuse = self.refuse.lock().unwrap_or_else(|e| e.into_inner());
-        if refuse.remove(&pod.name) { Err("binding rejected: conflict (409)".into()) } else { Ok(()) }
-    }
-}
-
-struct Cluster {
-    s: Scheduler,
-    api: Api,
-    /// Pod name → node, for bound pods.
-    bound: BTreeMap<String, String>,
-    /// Pod name → last failure message.
-    failed: BTreeMap<String, String>,
-    /// Outcomes of the last `run`.
-    outcomes: usize,
-}
-
-impl Cluster {
-    fn new(seed: u64) -> Cluster {
-        let cfg = Configuration::default();
-        let profiles =
-            build_profiles(&cfg, &gpu_scheduler_plugins::registry(), &gpu_scheduler_plugins::default_plugins())
-                .unwrap_or_else(|e| panic!("default profiles: {e}"));
-        Cluster {
-            s: Scheduler::new(&cfg, profiles, seed).unwrap_or_else(|e| panic!("{e}")),
-            api: Api { refuse: Default::default() },
-            bound: BTreeMap::new(),
-            failed: BTreeMap::new(),
-            outcomes: 0,
-        }
-    }
-
-    /// `n` nodes of 8 GPUs named `{prefix}{i}` in `zone` ("" for none).
-    fn gpu_nodes(&mut self, prefix: &str, zone: &str, n: usize) {
-        for i in 1..=n {
-            let mut b = node(&format!("{prefix}{i}")).capacity(64_000, 512 << 30).resource(GPU, 8);
-            if !zone.is_empty() {
-                b = b.label(LABEL_ZONE, zone);
-            }
-            self.s.on_node_upsert(b.build(), 0);
-        }
-    }
-
-    fn group(&mut self, name: &str, min: u32, f: impl FnOnce(&mut PodGroup), now: u64) {
-        let mut g = PodGroup {
-            namespace: "default".into(),
-            name: name.into(),
-            min_member: min,
-            min_resources: Resources::default(),
-            schedule_timeout: None,
-            topology_key: None,
-        };
-        f(&mut g);
-        self.s.on_pod_group_upsert(g, now);
-    }
-
-    /// A pending member of `group` asking for `gpus` GPUs.
-    fn member(&mut self, name: &str, group: &str, gpus: i64, now: u64) {
-        let p = pod(name).req(1000, 1 << 30).resource(GPU, gpus).with(|p| p.pod_group = Some(group.into())).build();
-        self.s.on_pod_upsert(p, now);
-    }
-
-    /// Schedules until nothing is ready at `now`; bound pods come back as
-    /// the bound-pods watch would report them.
-    fn run(&mut self, now: u64) {
-        self.outcomes = 0;
-        while let Some(outcome) = self.s.schedule_one(now) {
-            self.outcomes += 1;
-            assert!(self.outcomes < 10_000, "the scheduler does not settle");
-            match outcome {
-                CycleOutcome::Assumed(mut task) => {
-                    let status: Status = task.bind(&self.api);
-                    let (bound, node) = ((*task.pod).clone(), task.node.clone());
-                    self.s.finish_binding(*task, &status, now);
-                    if status.is_success() {
-                        assert!(self.bound.insert(bound.name.clone(), node).is_none(), "{} bound twice", bound.name);
-                        self.failed.remove(&bound.name);
-                        self.s.on_pod_upsert(bound, now);
-                    } else {
-                        self.failed.insert(bound.name.clone(), status.message());
-                    }
-                }
-                CycleOutcome::Failed(f) => {
-                    self.failed.insert(f.pod.name.clone(), f.message.clone());
-                }
-            }
-        }
-    }
-
-    fn bound_of(&self, prefix: &str) -> usize {
-        self.bound.keys().filter(|n| n.starts_with(prefix)).count()
-    }
-
-    fn message(&self, pod: &str) -> &str {
-        self.failed.get(pod).map_or("", String::as_str)
-    }
-}
+use support::{Cluster, GPU};
 
 /// The 0.1 build left one member of the second gang holding a whole node
 /// it could not use; now one gang is placed whole and the other not at
@@ -317,4 +210,56 @@ fn members_of_an_unknown_group_wait_for_it() {
     c.group("g", 1, |_| {}, SECOND);
     c.run(SECOND);
     assert_eq!(c.bound_of("g-"), 1);
+}
+
+/// A pending gang of higher priority preempts for all its members in one
+/// decision (nominated, victims evicted, then placed), or not at all.
+#[test]
+fn a_gang_preempts_for_all_its_members_or_not_at_all() {
+    // (gang size, victims expected)
+    for (size, want_victims) in [(3usize, 3usize), (5, 0)] {
+        let mut c = Cluster::new(1);
+        c.gpu_nodes("n", "", 4);
+        for i in 1..=4 {
+            let p = pod(&format!("low-{i}")).node(&format!("n{i}")).req(1000, 1 << 30).resource(GPU, 8).build();
+            c.s.on_pod_upsert(p, 0);
+        }
+        c.group("g", size as u32, |_| {}, 0);
+        for i in 0..size {
+            let p = pod(&format!("g-{i}"))
+                .req(1000, 1 << 30)
+                .resource(GPU, 8)
+                .priority(100)
+                .with(|p| p.pod_group = Some("g".into()))
+                .build();
+            c.s.on_pod_upsert(p, 0);
+        }
+        let mut victims = Vec::new();
+        let mut nominated = Vec::new();
+        while let Some(outcome) = c.s.schedule_one(0) {
+            if let CycleOutcome::Failed(f) = outcome {
+                victims.extend(f.victims.iter().map(|v| v.name.clone()));
+                nominated.extend(f.nominated_node.clone());
+                c.failed.insert(f.pod.name.clone(), f.message.clone());
+            }
+        }
+        assert_eq!(victims.len(), want_victims, "gang of {size}: {victims:?}");
+        if want_victims == 0 {
+            assert!(nominated.is_empty(), "gang of {size}: nothing nominated");
+            assert_eq!(c.s.cache().pod_count(), 4, "no pod evicted, none assumed");
+            continue;
+        }
+        assert!(c.message("g-0").ends_with("preemption: 3 pod(s) to evict to place the gang."), "{}", c.message("g-0"));
+        assert_eq!(nominated.len(), 3, "each member nominated");
+        assert_eq!(c.s.cache().pod_count(), 4, "victims stay until the caller evicts them");
+        // The caller evicts; the gang lands on its nominated nodes.
+        for v in &victims {
+            c.s.on_pod_delete(v, SECOND);
+        }
+        c.run(20 * SECOND);
+        assert_eq!(c.bound_of("g-"), 3);
+        for (pod, node) in c.bound.iter().filter(|(p, _)| p.starts_with("g-")) {
+            assert!(nominated.contains(node), "{pod} on {node}, nominated {nominated:?}");
+        }
+    }
 }

@@ -11,7 +11,7 @@ use crate::explain::{DecisionRecord, GangDecision, GangMember};
 use crate::facts::GPU_RESOURCE;
 use crate::framework::{ClusterEvent, CycleState, EventAction, EventResource, Restriction};
 use crate::gang::{self, Domain, GANG, GangView, PodGroup};
-use crate::model::PodRef;
+use crate::model::{PodRef, PreemptionPolicy};
 use crate::profile::Profile;
 use crate::queue::QueuedPod;
 use crate::resources::{CPU, Resources};
@@ -57,11 +57,17 @@ struct Unplaced {
 
 /// One attempt's members: those placed, those not, and those not tried
 /// because the gang could no longer reach its minimum.
+#[derive(Default)]
 struct Attempt {
     placed: Vec<Placed>,
     unplaced: Vec<Unplaced>,
     untried: Vec<QueuedPod>,
     domain: Option<String>,
+    /// Pods a preempting attempt would evict, most important first per member.
+    victims: Vec<PodRef>,
+    /// The victims taken out of the cache for the attempt, and whether
+    /// each was assumed (to put them back as they were).
+    removed: Vec<(PodRef, bool)>,
 }
 
 impl Scheduler {
@@ -135,15 +141,14 @@ impl Scheduler {
         };
 
         let mut best: Option<Attempt> = None;
-        for domain in domains {
-            let attempt = self.try_gang(&profile, &spec, members, needed, domain.as_ref(), now);
+        for domain in &domains {
+            let attempt = self.try_gang(&profile, &spec, members, needed, domain.as_ref(), false, now);
             if attempt.placed.len() >= needed {
                 return self.gang_placed(profile, &spec, view.placed, attempt, now);
             }
             members = self.undo(&profile, attempt, &mut best);
         }
-        let best =
-            best.unwrap_or(Attempt { placed: Vec::new(), unplaced: Vec::new(), untried: Vec::new(), domain: None });
+        let best = best.unwrap_or_default();
         let fit = best.placed.len();
         let reason = best.unplaced.first().map_or_else(String::new, |u| strip_nodes_prefix(&u.message));
         let within = best.domain.as_ref().map_or_else(String::new, |d| format!(" in {d}"));
@@ -151,12 +156,33 @@ impl Scheduler {
             "0/{total_nodes} nodes are available for gang {}: {fit} of {needed} members fit{within}; {reason}",
             view.key
         );
+
+        // Preemption for the whole gang: every member placed, evicting
+        // lower-priority pods where needed, or nothing evicted at all.
+        let may_preempt = !profile.post_filter.is_empty()
+            && members.iter().all(|m| m.pod.preemption_policy != PreemptionPolicy::Never);
+        if may_preempt {
+            let all_domains: Vec<Option<Domain>> = match &spec.topology_key {
+                None => vec![None],
+                Some(key) => gang::domains(&self.snapshot, key, CPU, 0).into_iter().map(Some).collect(),
+            };
+            for domain in &all_domains {
+                let attempt = self.try_gang(&profile, &spec, members, needed, domain.as_ref(), true, now);
+                if attempt.placed.len() >= needed && !attempt.victims.is_empty() {
+                    return self.gang_preempting(&profile, &spec, view.placed, attempt, &message, now);
+                }
+                let mut scratch = None;
+                members = self.undo(&profile, attempt, &mut scratch);
+            }
+        }
         let unplaced = best.unplaced.into_iter().map(|u| (u.qp.pod.uid.clone(), u)).collect();
         self.gang_failed(&profile, &spec, view.placed, members, unplaced, message, now)
     }
 
     /// Tries to place `members` (in order) within `domain`: each decided
-    /// against the snapshot with the members before it assumed.
+    /// against the snapshot with the members before it assumed; with
+    /// `preempt`, a member that does not fit takes its victims out.
+    #[allow(clippy::too_many_arguments)]
     fn try_gang(
         &mut self,
         profile: &Arc<Profile>,
@@ -164,6 +190,7 @@ impl Scheduler {
         members: Vec<QueuedPod>,
         needed: usize,
         domain: Option<&Domain>,
+        preempt: bool,
         now: Millis,
     ) -> Attempt {
         let restriction = domain.map(|d| {
@@ -176,11 +203,10 @@ impl Scheduler {
         });
         let total = members.len();
         let mut attempt = Attempt {
-            placed: Vec::new(),
-            unplaced: Vec::new(),
-            untried: Vec::new(),
             domain: domain.map(|d| format!("{}={}", spec.topology_key.as_deref().unwrap_or_default(), d.value)),
+            ..Attempt::default()
         };
+        let group = spec.key();
         for qp in members {
             if total - attempt.unplaced.len() < needed {
                 attempt.untried.push(qp); // the gang cannot reach its minimum any more
@@ -191,14 +217,36 @@ impl Scheduler {
             state.set_node_selector(profile.node_selector.clone());
             state.set_restriction(restriction.clone());
             state.set_nominated(self.nominated());
+            state.set_held(self.holds.index());
             // A member alone preempts nothing: the gang preempts for all
             // its members at once, or not at all.
-            state.set_skip_post_filter(true);
+            state.set_skip_post_filter(!preempt);
             let decision = self.algorithm.schedule(profile, &mut state, &qp.pod, &self.snapshot);
             let mut record = decision.record;
-            match decision.result {
-                Ok(r) => match self.reserve(profile, &qp.pod, &r.node, &mut state) {
-                    Ok(pod) => attempt.placed.push(Placed { qp, pod, node: r.node, state, record }),
+            let own = |v: &PodRef| v.group_key().as_deref() == Some(group.as_str());
+            let result = match (decision.result, decision.nominated_node) {
+                (Err(_), Some(node))
+                    if preempt && !decision.victims.is_empty() && !decision.victims.iter().any(own) =>
+                {
+                    // Take the victims out (in thought) so the member fits
+                    // there and the next members see the room it took.
+                    for v in &decision.victims {
+                        let assumed = self.cache.is_assumed(&v.uid);
+                        if let Some(p) = self.cache.pod(&v.uid).cloned()
+                            && self.cache.remove_pod(&v.uid).is_ok()
+                        {
+                            attempt.removed.push((p, assumed));
+                        }
+                    }
+                    attempt.victims.extend(decision.victims);
+                    Ok(node)
+                }
+                (Ok(r), _) => Ok(r.node),
+                (Err(e), _) => Err(e),
+            };
+            match result {
+                Ok(node) => match self.reserve(profile, &qp.pod, &node, &mut state) {
+                    Ok(pod) => attempt.placed.push(Placed { qp, pod, node, state, record }),
                     Err(status) => {
                         record.node = None;
                         let message = format!("running {} plugin: {}", status.plugin, status.message());
@@ -222,9 +270,7 @@ impl Scheduler {
     /// `best` if it placed the most members so far, and returns the members
     /// for the next attempt in their original order.
     fn undo(&mut self, profile: &Profile, mut attempt: Attempt, best: &mut Option<Attempt>) -> Vec<QueuedPod> {
-        for p in attempt.placed.iter_mut().rev() {
-            self.unreserve(profile, &p.pod, &p.node, &mut p.state);
-        }
+        self.take_back(profile, &mut attempt);
         let mut members: Vec<QueuedPod> = attempt
             .placed
             .iter()
@@ -237,6 +283,72 @@ impl Scheduler {
             *best = Some(attempt);
         }
         members
+    }
+
+    /// Un-assumes an attempt's members and puts its victims back.
+    fn take_back(&mut self, profile: &Profile, attempt: &mut Attempt) {
+        for p in attempt.placed.iter_mut().rev() {
+            self.unreserve(profile, &p.pod, &p.node, &mut p.state);
+        }
+        for (pod, assumed) in attempt.removed.drain(..) {
+            let _ = if assumed { self.cache.assume_pod(pod) } else { self.cache.add_pod(pod) };
+        }
+    }
+
+    /// The gang fits if its victims go: every member is nominated to its
+    /// node and waits; the victims are handed to the caller with the first
+    /// member's outcome, to evict once.
+    fn gang_preempting(
+        &mut self,
+        profile: &Profile,
+        spec: &PodGroup,
+        placed_before: u32,
+        mut attempt: Attempt,
+        message: &str,
+        now: Millis,
+    ) {
+        self.take_back(profile, &mut attempt);
+        let decision = gang_decision(spec, placed_before, &attempt);
+        let count = attempt.victims.len();
+        let message = format!("{message} preemption: {count} pod(s) to evict to place the gang.");
+        let mut victims = std::mem::take(&mut attempt.victims);
+        for p in attempt.placed {
+            let mut qp = p.qp;
+            self.nominate_in_flight(&mut qp, &p.node);
+            let mut record = p.record;
+            record.node = None;
+            record.message = Some(message.clone());
+            record.gang = Some(decision.clone());
+            let failure = Failure {
+                pod: qp.pod.clone(),
+                record,
+                message: message.clone(),
+                unschedulable: true,
+                nominated_node: Some(p.node),
+                victims: std::mem::take(&mut victims),
+                preemption_attempted: true,
+            };
+            self.queue.add_unschedulable(qp, [GANG].into(), now);
+            self.ready.push_back(CycleOutcome::Failed(Box::new(failure)));
+        }
+        for u in attempt.unplaced {
+            let mut record = u.record;
+            record.gang = Some(decision.clone());
+            let failure = Failure {
+                pod: u.qp.pod.clone(),
+                record,
+                message: u.message,
+                unschedulable: true,
+                nominated_node: None,
+                victims: Vec::new(),
+                preemption_attempted: true,
+            };
+            self.queue.add_unschedulable(u.qp, u.plugins, now);
+            self.ready.push_back(CycleOutcome::Failed(Box::new(failure)));
+        }
+        for qp in attempt.untried {
+            self.queue.add_unschedulable(qp, [GANG].into(), now);
+        }
     }
 
     /// The gang fits: its members' bindings are handed out, one per call
@@ -273,6 +385,7 @@ impl Scheduler {
                 unschedulable: true,
                 nominated_node: None,
                 victims: Vec::new(),
+                preemption_attempted: false,
             };
             self.queue.add_unschedulable(u.qp, u.plugins, now);
             self.ready.push_back(CycleOutcome::Failed(Box::new(failure)));
@@ -312,6 +425,14 @@ impl Scheduler {
                 reason: unplaced.get(&m.pod.uid).map(|u| u.message.clone()),
             })
             .collect();
+        // A starving gang holds a node for each member that found none,
+        // counting its wait from its earliest member.
+        let since = members.iter().map(|m| m.first_seen).min().unwrap_or(now);
+        for m in &members {
+            if let Some(u) = unplaced.get(&m.pod.uid) {
+                self.consider_hold(profile, &m.pod, since, &u.record.rejected, now);
+            }
+        }
         for qp in members {
             let mut record = unplaced.remove(&qp.pod.uid).map(|u| u.record).unwrap_or_else(|| DecisionRecord {
                 pod: qp.pod.key(),
@@ -330,6 +451,7 @@ impl Scheduler {
                 unschedulable: true,
                 nominated_node: None,
                 victims: Vec::new(),
+                preemption_attempted: false,
             };
             self.queue.add_unschedulable(qp, plugins.clone(), now);
             self.ready.push_back(CycleOutcome::Failed(Box::new(failure)));
@@ -350,7 +472,15 @@ impl Scheduler {
             Some(t) => self.queue.add_backoff_until(qp, t, now),
             None => self.queue.add_unschedulable(qp, [GANG_WAIT].into(), now),
         }
-        let failure = Failure { pod, record, message, unschedulable: true, nominated_node: None, victims: Vec::new() };
+        let failure = Failure {
+            pod,
+            record,
+            message,
+            unschedulable: true,
+            nominated_node: None,
+            victims: Vec::new(),
+            preemption_attempted: false,
+        };
         self.ready.push_back(CycleOutcome::Failed(Box::new(failure)));
     }
 

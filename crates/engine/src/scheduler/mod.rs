@@ -25,6 +25,7 @@ use crate::gang::{GangStatus, Gangs, PodGroup};
 use crate::model::{Labels, Node, Pod, PodRef};
 use crate::profile::Profile;
 use crate::queue::{QueuedPod, SchedulingQueue};
+use crate::starvation::{Holds, STARVATION_GUARD};
 use crate::time::Millis;
 
 /// Stands for "no plugin" when a pod failed because the cluster has no
@@ -133,6 +134,8 @@ pub struct Failure {
     /// The pods to evict to make that room (preemption): the caller
     /// evicts them; the pod waits, nominated, until they are gone.
     pub victims: Vec<PodRef>,
+    /// Whether preemption (PostFilter) was tried.
+    pub preemption_attempted: bool,
 }
 
 pub struct Scheduler {
@@ -162,6 +165,8 @@ pub struct Scheduler {
     /// Pending pods nominated to a node (by a preemption, or as the API
     /// says), by uid: other pods leave room for them there.
     nominations: HashMap<String, (String, PodRef)>,
+    /// Nodes held for starving GPU pods.
+    holds: Holds,
 }
 
 /// Raised when the configuration has no profile (never after validation).
@@ -173,6 +178,11 @@ impl Scheduler {
     pub fn new(cfg: &Configuration, profiles: Vec<Profile>, seed: u64) -> Result<Self, NoProfiles> {
         let sorter = profiles.first().ok_or(NoProfiles)?.queue_sort.clone();
         let mut plugin_events = gang::events();
+        // A pod kept off a held node may go there once the holder is placed.
+        plugin_events.insert(
+            STARVATION_GUARD,
+            vec![ClusterEvent::any(EventResource::AssignedPod), ClusterEvent::any(EventResource::Node)],
+        );
         for p in &profiles {
             for plugin in p.plugins() {
                 plugin_events.entry(plugin.name()).or_insert_with(|| plugin.events_to_register());
@@ -203,6 +213,7 @@ impl Scheduler {
             gang_of: HashMap::new(),
             ready: VecDeque::new(),
             nominations: HashMap::new(),
+            holds: Holds::default(),
         })
     }
 
@@ -393,6 +404,29 @@ impl Scheduler {
             self.gangs.remove_pending(&key, uid);
         }
         self.nominations.remove(uid);
+        self.holds.release(uid);
+    }
+
+    /// The nodes held for starving pods.
+    pub fn holds(&self) -> &Holds {
+        &self.holds
+    }
+
+    /// Holds a node for `pod` if its profile guards against starvation and
+    /// it has waited since `since` for longer than allowed.
+    fn consider_hold(
+        &mut self,
+        profile: &Profile,
+        pod: &Pod,
+        since: Millis,
+        rejected: &[(usize, Status)],
+        now: Millis,
+    ) {
+        let Some(cfg) = &profile.starvation else { return };
+        if now.saturating_sub(since) < cfg.after_ms() {
+            return;
+        }
+        self.holds.hold(cfg, &self.snapshot, pod, since, rejected);
     }
 
     /// Records the pod's nomination (or its absence).
@@ -526,6 +560,7 @@ impl Scheduler {
         let mut state = CycleState::at(now);
         state.set_node_selector(profile.node_selector.clone());
         state.set_nominated(self.nominated());
+        state.set_held(self.holds.index());
         let decision = self.algorithm.schedule(&profile, &mut state, &qp.pod, &self.snapshot);
         let record = decision.record;
         let mut qp = qp;
@@ -543,6 +578,8 @@ impl Scheduler {
                 let message = err.message();
                 if let Some(node) = &decision.nominated_node {
                     self.nominate_in_flight(&mut qp, node);
+                } else if unschedulable {
+                    self.consider_hold(&profile, &qp.pod, qp.first_seen, &record.rejected, now);
                 }
                 let pod = qp.pod.clone();
                 if unschedulable {
@@ -557,6 +594,7 @@ impl Scheduler {
                     unschedulable,
                     nominated_node: decision.nominated_node,
                     victims: decision.victims,
+                    preemption_attempted: decision.post_filter_ran,
                 })))
             }
         }
@@ -692,6 +730,7 @@ impl Scheduler {
             unschedulable,
             nominated_node: None,
             victims: Vec::new(),
+            preemption_attempted: false,
         }))
     }
 
