@@ -185,7 +185,11 @@ fn the_last_ten_percent_is_kept_for_critical_pods() {
     assert_eq!(node_of(&sim, "default/critical"), Some("n"));
     for p in ["default/normal-1", "default/normal-2"] {
         let reason = reason_of(&sim, p);
-        assert_eq!(reason, "0/1 nodes are available: 1 node(s) would exceed 90% of cpu (reserved for critical pods).");
+        assert_eq!(
+            reason,
+            "0/1 nodes are available: 1 node(s) would exceed 90% of cpu (reserved for critical pods). \
+             preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+        );
     }
 
     // Without the critical pod, one normal pod fits (9 of 10) and the next does not.

@@ -49,10 +49,10 @@ impl Cluster {
 
     pub fn with_config(seed: u64, cfg: &Configuration) -> Cluster {
         let profiles =
-            build_profiles(&cfg, &gpu_scheduler_plugins::registry(), &gpu_scheduler_plugins::default_plugins())
+            build_profiles(cfg, &gpu_scheduler_plugins::registry(), &gpu_scheduler_plugins::default_plugins())
                 .unwrap_or_else(|e| panic!("default profiles: {e}"));
         Cluster {
-            s: Scheduler::new(&cfg, profiles, seed).unwrap_or_else(|e| panic!("{e}")),
+            s: Scheduler::new(cfg, profiles, seed).unwrap_or_else(|e| panic!("{e}")),
             api: Api { refuse: Default::default() },
             bound: BTreeMap::new(),
             failed: BTreeMap::new(),
