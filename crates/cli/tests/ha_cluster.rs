@@ -85,11 +85,9 @@ fn request_as(sa: &ServiceAccount, method: &str, path: &str, content_type: &str,
 
 /// Installs as docs/OPERATIONS.md says: the CRDs first, then deploy/.
 fn install(c: &Cluster) {
-    let crds = repo().join("deploy/crds");
-    c.kubectl(&["apply", "--server-side", "-f", crds.to_str().unwrap_or_default()]);
     // PodGroups can be created, and RBAC rules on them resolved, once the
     // API server serves the new resource.
-    c.kubectl(&["wait", "--for=condition=Established", "crd/podgroups.scheduling.x-k8s.io", "--timeout=60s"]);
+    c.install_crds();
     let mut args = vec!["apply", "--server-side"];
     let files = deploy_files();
     for f in &files {

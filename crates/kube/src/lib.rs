@@ -9,6 +9,7 @@ pub mod client;
 pub mod explain;
 pub mod leader;
 pub mod metrics;
+pub mod podgroup;
 pub mod report;
 pub mod run;
 pub mod snapshot;

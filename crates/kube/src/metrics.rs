@@ -66,6 +66,11 @@ struct ReasonLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PhaseLabel {
+    phase: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabel {
     state: &'static str,
 }
@@ -102,6 +107,10 @@ pub struct Metrics {
     fragmentation: Gauge<f64, AtomicU64>,
     dropped_reports: Counter,
     extender_errors: Family<ExtenderLabels, Counter>,
+    preemption_attempts: Counter,
+    preemption_victims: Histogram,
+    gangs: Family<PhaseLabel, Gauge>,
+    held_gpus: Gauge,
     /// Whether every watch has listed once.
     synced: AtomicBool,
     /// When the scheduling thread last went round its loop (ms since the
@@ -190,9 +199,38 @@ impl Metrics {
             "Extender calls that failed, by extender (its urlPrefix) and verb; ignored=true when the extender is ignorable and the cycle went on without it.",
             extender_errors.clone(),
         );
+        let preemption_attempts = Counter::default();
+        registry.register(
+            "scheduler_preemption_attempts",
+            "Total preemption attempts in the cluster till now",
+            preemption_attempts.clone(),
+        );
+        // kube-scheduler's buckets: 1 to 64 victims.
+        let preemption_victims = Histogram::new(exponential_buckets(1.0, 2.0, 7));
+        registry.register(
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims",
+            preemption_victims.clone(),
+        );
+        let gangs = Family::<PhaseLabel, Gauge>::default();
+        registry.register(
+            "gpu_scheduler_gangs",
+            "PodGroups known to the scheduler, by the phase it last wrote (Pending, Unknown, Scheduled, Running).",
+            gangs.clone(),
+        );
+        let held_gpus = Gauge::default();
+        registry.register(
+            "gpu_scheduler_held_gpus",
+            "Allocatable GPUs of the nodes the starvation guard holds for pods that waited too long.",
+            held_gpus.clone(),
+        );
         Metrics {
             registry,
             extender_errors,
+            preemption_attempts,
+            preemption_victims,
+            gangs,
+            held_gpus,
             attempts,
             attempt_duration,
             pending,
@@ -255,6 +293,25 @@ impl Metrics {
         self.gpus.get_or_create(&StateLabel { state: "allocatable" }).set(g.allocatable);
         self.gpus.get_or_create(&StateLabel { state: "requested" }).set(g.requested);
         self.fragmentation.set(g.fragmentation());
+    }
+
+    /// A PostFilter (preemption) ran; `victims` were chosen, if any.
+    pub fn preemption(&self, victims: usize) {
+        self.preemption_attempts.inc();
+        if victims > 0 {
+            self.preemption_victims.observe(victims as f64);
+        }
+    }
+
+    /// PodGroups by phase.
+    pub fn set_gangs(&self, by_phase: &[(engine::gang::GangPhase, usize)]) {
+        for (phase, n) in by_phase {
+            self.gangs.get_or_create(&PhaseLabel { phase: phase.as_str() }).set(*n as i64);
+        }
+    }
+
+    pub fn set_held_gpus(&self, n: i64) {
+        self.held_gpus.set(n);
     }
 
     pub fn set_dropped_reports(&self, total: u64) {

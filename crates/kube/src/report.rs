@@ -1,6 +1,6 @@
-//! Telling users: Events (events.k8s.io/v1) `Scheduled` and
-//! `FailedScheduling`, and the pod condition `PodScheduled=False` with
-//! reason `Unschedulable`. These go through a bounded queue to a
+//! Telling users: Events (events.k8s.io/v1) `Scheduled`,
+//! `FailedScheduling` and `Preempted`, the pod condition `PodScheduled=False`
+//! with reason `Unschedulable`, preemption's evictions and PodGroup statuses. These go through a bounded queue to a
 //! background worker, never on the scheduling thread; when the queue is
 //! full a report is dropped and counted rather than slowing scheduling.
 
@@ -10,13 +10,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod as K8sPod};
-use kube::api::{Patch, PatchParams};
+use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter as EventReporter};
 use kube::{Api, Client};
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
+
+use crate::podgroup::PodGroupResource;
 
 /// Reports waiting to be sent, at most.
 const QUEUE: usize = 4096;
@@ -69,6 +71,19 @@ pub enum Report {
         condition: bool,
         nominated_node: Option<String>,
     },
+    /// A pod preempted to make room for `preemptor` on `node`: the
+    /// `DisruptionTarget` condition, the deletion, and a `Preempted` Event.
+    Preempt {
+        victim: PodId,
+        node: String,
+        preemptor: PodId,
+    },
+    /// A PodGroup's status changed.
+    GangStatus {
+        namespace: String,
+        name: String,
+        status: engine::gang::GangStatus,
+    },
     /// A node fact that could not be read (DESIGN.md §4: reported once).
     NodeWarning {
         node: String,
@@ -92,6 +107,15 @@ impl Reporter {
         let worker = Worker { events, main, instance: instance.to_string(), recorders: Default::default() };
         let handle = tokio::spawn(worker.run(rx));
         (Reporter { tx, dropped: Arc::default() }, handle)
+    }
+
+    /// Queues a report that must not be dropped (a preemption's
+    /// deletions): waits for room. Call from a thread outside the runtime,
+    /// as the scheduling thread is.
+    pub fn send_reliably(&self, report: Report) {
+        if self.tx.blocking_send(report).is_err() {
+            warn!("report worker gone, report lost");
+        }
     }
 
     /// Queues a report; never waits.
@@ -165,6 +189,14 @@ impl Worker {
                     self.condition(&pod, &message, reason, nominated_node.as_deref()).await;
                 }
             }
+            Report::Preempt { victim, node, preemptor } => self.preempt(&victim, &node, &preemptor).await,
+            Report::GangStatus { namespace, name, status } => {
+                let api: Api<PodGroupResource> = Api::namespaced(self.main.clone(), &namespace);
+                let patch = Patch::Merge(crate::podgroup::status_patch(&status));
+                if let Err(e) = api.patch_status(&name, &PatchParams::default(), &patch).await {
+                    debug!(podgroup = %format!("{namespace}/{name}"), "status not updated: {e}");
+                }
+            }
             Report::NodeWarning { node, message, controller } => {
                 let ev = Event {
                     type_: EventType::Warning,
@@ -189,6 +221,44 @@ impl Worker {
     async fn event(&self, pod: &PodId, ev: Event) {
         if let Err(e) = self.recorder(&pod.scheduler_name).publish(&ev, &pod.reference()).await {
             debug!(pod = %format!("{}/{}", pod.namespace, pod.name), "event not recorded: {e}");
+        }
+    }
+
+    /// Evicts a victim as kube-scheduler's preemption does: the
+    /// `DisruptionTarget` condition first (so its controller and users see
+    /// why), then the deletion with the pod's UID as precondition, then the
+    /// `Preempted` Event. A victim already gone is not an error.
+    async fn preempt(&self, victim: &PodId, node: &str, preemptor: &PodId) {
+        let api: Api<K8sPod> = Api::namespaced(self.main.clone(), &victim.namespace);
+        let key = format!("{}/{}", victim.namespace, victim.name);
+        let patch = disruption_patch(victim, &preemptor.scheduler_name, jiff::Timestamp::now());
+        if let Err(e) = api.patch_status(&victim.name, &PatchParams::default(), &Patch::Strategic(patch)).await {
+            debug!(pod = %key, "DisruptionTarget not set: {e}");
+        }
+        let params = DeleteParams {
+            preconditions: Some(Preconditions { uid: Some(victim.uid.clone()), resource_version: None }),
+            ..DeleteParams::default()
+        };
+        match api.delete(&victim.name, &params).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {
+                debug!(pod = %key, "victim already gone");
+                return;
+            }
+            Err(e) => {
+                warn!(pod = %key, "preemption could not delete the victim: {e}");
+                return;
+            }
+        }
+        let ev = Event {
+            type_: EventType::Normal,
+            reason: "Preempted".into(),
+            note: Some(format!("Preempted by pod {} on node {node}", preemptor.uid)),
+            action: "Preempting".into(),
+            secondary: Some(preemptor.reference()),
+        };
+        if let Err(e) = self.recorder(&preemptor.scheduler_name).publish(&ev, &victim.reference()).await {
+            debug!(pod = %key, "event not recorded: {e}");
         }
     }
 
@@ -228,6 +298,17 @@ pub fn condition_patch(
     json!({"metadata": {"uid": pod.uid}, "status": status})
 }
 
+/// The `DisruptionTarget` condition kube-scheduler sets on a victim.
+pub fn disruption_patch(victim: &PodId, scheduler_name: &str, now: jiff::Timestamp) -> serde_json::Value {
+    json!({"metadata": {"uid": victim.uid}, "status": {"conditions": [{
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": format!("{scheduler_name}: preempting to accommodate a higher priority pod"),
+        "lastTransitionTime": now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+    }]}})
+}
+
 /// Event notes are limited to 1 KiB by the API server.
 fn truncate(s: &str, max: usize) -> String {
     if s.len() <= max {
@@ -257,6 +338,18 @@ mod tests {
                 "nominatedNodeName": "n1"}})
         );
         assert!(condition_patch(&pod, "m", "Unschedulable", None, now)["status"].get("nominatedNodeName").is_none());
+    }
+
+    #[test]
+    fn the_disruption_condition_is_kubes() {
+        let pod = PodId { namespace: "ns".into(), name: "v".into(), uid: "u2".into(), scheduler_name: "s".into() };
+        let now: jiff::Timestamp = "2026-01-02T03:04:05Z".parse().unwrap_or_default();
+        assert_eq!(
+            disruption_patch(&pod, "gpu-scheduler", now),
+            json!({"metadata": {"uid": "u2"}, "status": {"conditions": [{"type": "DisruptionTarget", "status": "True",
+                "reason": "PreemptionByScheduler", "message": "gpu-scheduler: preempting to accommodate a higher priority pod",
+                "lastTransitionTime": "2026-01-02T03:04:05Z"}]}})
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use engine::algorithm::ExplainDetails;
 use engine::framework::Status;
+use engine::gang::GangPhase;
 use engine::scheduler::{BindingTask, CycleOutcome, Scheduler};
 use engine::time::Millis;
 use tokio::runtime::Handle;
@@ -114,7 +115,14 @@ pub async fn run(
     let names: Vec<String> = scheduler.profiles().iter().map(|p| p.scheduler_name.clone()).collect();
     let (tx, rx) = mpsc::channel::<Input>(INPUT_QUEUE);
     let keep = engine::extender::sources_needed(scheduler.extenders());
-    let sources = watch::spawn_all(&clients.main, &names, keep, tx.clone());
+    let podgroups = crate::podgroup::served(&clients.main).await;
+    if !podgroups {
+        warn!(
+            "the PodGroup CRD (podgroups.scheduling.x-k8s.io) is not served: gang members wait for their group; \
+             install deploy/crds/ and restart to schedule gangs"
+        );
+    }
+    let sources = watch::spawn_all(&clients.main, &names, keep, podgroups, tx.clone());
     let (reporter, report_worker) = Reporter::start(clients.events.clone(), clients.main.clone(), &options.instance);
 
     // Followers watch and keep their cache warm; only the leader decides.
@@ -155,6 +163,7 @@ pub async fn run(
         in_flight: 0,
         pending: HashSet::new(),
         conditions: HashMap::new(),
+        gang_phases: HashMap::new(),
         summary: RunSummary::default(),
     };
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
@@ -235,6 +244,8 @@ struct Driver {
     /// The last unschedulable message written to each pod's condition,
     /// so a retry that fails the same way patches nothing.
     conditions: HashMap<String, String>,
+    /// The phase last written to each PodGroup, for the gangs gauge.
+    gang_phases: HashMap<String, GangPhase>,
     summary: RunSummary,
 }
 
@@ -254,6 +265,7 @@ impl Driver {
                 }
             }
             self.report_fact_warnings();
+            self.report_gang_statuses();
             self.refresh_metrics();
             if stopping {
                 break;
@@ -349,6 +361,17 @@ impl Driver {
             }
             Change::PendingPodGone(uid) => self.pending_gone(&uid),
             Change::BoundPodGone(uid) => self.sched.on_pod_delete(&uid, now),
+            Change::PodGroup(g) => self.sched.on_pod_group_upsert(*g, now),
+            Change::PodGroupDeleted(key) => {
+                let (ns, name) = key.split_once('/').unwrap_or(("", &key));
+                self.sched.on_pod_group_delete(ns, name);
+                self.gang_phases.remove(&key);
+            }
+            Change::Pdb(b) => self.sched.on_pdb_upsert(*b),
+            Change::PdbDeleted(key) => {
+                let (ns, name) = key.split_once('/').unwrap_or(("", &key));
+                self.sched.on_pdb_delete(ns, name);
+            }
             Change::Synced(source) => {
                 self.unsynced = self.unsynced.saturating_sub(1);
                 debug!(?source, "synced");
@@ -386,6 +409,17 @@ impl Driver {
                 let profile = f.record.profile.clone();
                 self.metrics.attempt(result, &profile, started.elapsed());
                 let pod = PodId::of(&f.pod);
+                if f.preemption_attempted {
+                    self.metrics.preemption(f.victims.len());
+                }
+                if let Some(node) = &f.nominated_node {
+                    for v in &f.victims {
+                        info!(victim = %v.key(), preemptor = %f.pod.key(), %node, "preempting");
+                        let report =
+                            Report::Preempt { victim: PodId::of(v), node: node.clone(), preemptor: pod.clone() };
+                        self.reporter.send_reliably(report);
+                    }
+                }
                 debug!(pod = %f.pod.key(), "unschedulable: {}", f.message);
                 let condition = self.conditions.get(&pod.uid) != Some(&f.message);
                 if condition {
@@ -488,7 +522,27 @@ impl Driver {
         self.metrics_at = Some(Instant::now());
         self.metrics.set_queue(&self.sched.queue().lengths(), self.sched.gated_pods().count());
         self.metrics.set_gpus(GpuUsage::of(self.sched.cache()));
+        self.metrics.set_held_gpus(self.sched.holds().held_gpus());
         self.metrics.set_dropped_reports(self.reporter.dropped());
+    }
+
+    /// Writes the PodGroup statuses that changed, and the gangs gauge.
+    fn report_gang_statuses(&mut self) {
+        let statuses = self.sched.take_gang_statuses();
+        if statuses.is_empty() {
+            return;
+        }
+        for (group, status) in statuses {
+            self.gang_phases.insert(group.key(), status.phase);
+            self.reporter.send(Report::GangStatus {
+                namespace: group.namespace.clone(),
+                name: group.name.clone(),
+                status,
+            });
+        }
+        let by_phase: Vec<(GangPhase, usize)> =
+            GangPhase::ALL.iter().map(|p| (*p, self.gang_phases.values().filter(|q| *q == p).count())).collect();
+        self.metrics.set_gangs(&by_phase);
     }
 
     fn report_fact_warnings(&mut self) {

@@ -1,14 +1,17 @@
 //! `gpu-scheduler snapshot`: the cluster's Nodes, Namespaces,
-//! PriorityClasses and unfinished Pods as multi-document YAML that
-//! `simulate` reads, for what-if runs on a real cluster's state.
+//! PriorityClasses, PodDisruptionBudgets, PodGroups (when the CRD is
+//! served) and unfinished Pods as multi-document YAML that `simulate`
+//! reads, for what-if runs on a real cluster's state.
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::ListParams;
 use kube::{Api, Client, Resource};
 use serde::Serialize;
 
 use crate::KubeError;
+use crate::podgroup::PodGroupResource;
 
 /// What a snapshot holds, counted.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -39,6 +42,19 @@ pub async fn write(client: &Client, out: &mut impl std::io::Write) -> Result<Sna
         }
         doc(out, &node)?;
         counts.nodes += 1;
+    }
+    for mut pdb in list::<PodDisruptionBudget>(client, None).await? {
+        strip(&mut pdb);
+        doc(out, &pdb)?;
+    }
+    if crate::podgroup::served(client).await {
+        for mut group in list::<PodGroupResource>(client, None).await? {
+            strip(&mut group);
+            let mut v = serde_json::to_value(&group).map_err(|e| KubeError::Api(format!("writing YAML: {e}")))?;
+            v["apiVersion"] = serde_json::json!(engine::gang::API_VERSION);
+            v["kind"] = serde_json::json!(engine::gang::KIND);
+            doc(out, &v)?;
+        }
     }
     let unfinished = "status.phase!=Succeeded,status.phase!=Failed";
     for mut pod in list::<Pod>(client, Some(unfinished)).await? {

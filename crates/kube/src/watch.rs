@@ -1,5 +1,5 @@
-//! Watches: Nodes, Namespaces, pending Pods of our schedulerNames and
-//! bound Pods, each a kube-rs watcher whose objects are converted to the
+//! Watches: Nodes, Namespaces, pending Pods of our schedulerNames, bound
+//! Pods, PodDisruptionBudgets and (when the CRD is served) PodGroups, each a kube-rs watcher whose objects are converted to the
 //! engine's model as they arrive (the API objects are not kept, which
 //! keeps memory to what scheduling reads) and sent to the scheduling
 //! thread as [`Change`]s, the one path into the cache.
@@ -15,10 +15,13 @@ use engine::convert;
 use engine::model::{Labels, Node, Pod};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node as K8sNode, Pod as K8sPod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
+
+use crate::podgroup::PodGroupResource;
 
 /// A cluster change, already converted.
 #[derive(Debug)]
@@ -32,6 +35,12 @@ pub enum Change {
     PendingPodGone(String),
     /// A bound pod was deleted or finished.
     BoundPodGone(String),
+    PodGroup(Box<engine::gang::PodGroup>),
+    /// `NAMESPACE/NAME` of a deleted PodGroup.
+    PodGroupDeleted(String),
+    Pdb(Box<engine::disruption::Pdb>),
+    /// `NAMESPACE/NAME` of a deleted PodDisruptionBudget.
+    PdbDeleted(String),
     /// A watch finished its first complete list.
     Synced(Source),
 }
@@ -43,6 +52,8 @@ pub enum Source {
     Namespaces,
     PendingPods,
     BoundPods,
+    PodGroups,
+    Pdbs,
 }
 
 /// Pods in a terminal phase hold no resources, as in kube-scheduler.
@@ -53,7 +64,15 @@ const NOT_FINISHED: &str = "status.phase!=Succeeded,status.phase!=Failed";
 ///
 /// `keep` says whether pods and nodes keep their API objects (extenders are
 /// sent them); without extenders neither does, to save memory.
-pub fn spawn_all<T>(client: &Client, scheduler_names: &[String], keep: (bool, bool), tx: mpsc::Sender<T>) -> Vec<Source>
+/// `podgroups` says whether the PodGroup CRD is served (see
+/// [`crate::podgroup::served`]).
+pub fn spawn_all<T>(
+    client: &Client,
+    scheduler_names: &[String],
+    keep: (bool, bool),
+    podgroups: bool,
+    tx: mpsc::Sender<T>,
+) -> Vec<Source>
 where
     T: From<Change> + Send + 'static,
 {
@@ -78,8 +97,29 @@ where
     });
     let bound = watcher::Config::default().fields(&format!("spec.nodeName!=,{NOT_FINISHED}"));
     spawn(Api::<K8sPod>::all(client.clone()), bound, Source::BoundPods, tx.clone(), pod_change);
+    spawn(Api::<PodDisruptionBudget>::all(client.clone()), watcher::Config::default(), Source::Pdbs, tx.clone(), |b| {
+        match convert::pdb_from_k8s(b) {
+            Ok(pdb) => Some(Change::Pdb(Box::new(pdb))),
+            Err(e) => {
+                warn!(pdb = %format!("{}/{}", b.namespace().unwrap_or_default(), b.name_any()), "ignoring PodDisruptionBudget: {e}");
+                None
+            }
+        }
+    });
     // Field selectors cannot say "one of these names": one watch per name.
-    let mut sources = vec![Source::Nodes, Source::Namespaces, Source::BoundPods];
+    let mut sources = vec![Source::Nodes, Source::Namespaces, Source::BoundPods, Source::Pdbs];
+    if podgroups {
+        let api = Api::<PodGroupResource>::all(client.clone());
+        spawn(api, watcher::Config::default(), Source::PodGroups, tx.clone(), |g| match g.convert() {
+            Ok(group) => Some(Change::PodGroup(Box::new(group))),
+            Err(e) => {
+                // Its members wait as members of an unknown group would.
+                warn!(podgroup = %format!("{}/{}", g.namespace().unwrap_or_default(), g.name_any()), "ignoring PodGroup: {e}");
+                None
+            }
+        });
+        sources.push(Source::PodGroups);
+    }
     let names: HashSet<&String> = scheduler_names.iter().collect();
     for name in names {
         let pending =
@@ -110,9 +150,13 @@ fn pod_change(p: &K8sPod) -> Option<Change> {
 /// The key a deletion is sent with: UID for pods (the engine's pod key),
 /// name for nodes and namespaces.
 fn key_of<K: Resource>(source: Source, obj: &K) -> String {
+    let meta = obj.meta();
     match source {
-        Source::PendingPods | Source::BoundPods => obj.meta().uid.clone().unwrap_or_default(),
-        Source::Nodes | Source::Namespaces => obj.meta().name.clone().unwrap_or_default(),
+        Source::PendingPods | Source::BoundPods => meta.uid.clone().unwrap_or_default(),
+        Source::Nodes | Source::Namespaces => meta.name.clone().unwrap_or_default(),
+        Source::PodGroups | Source::Pdbs => {
+            format!("{}/{}", meta.namespace.as_deref().unwrap_or_default(), meta.name.as_deref().unwrap_or_default())
+        }
     }
 }
 
@@ -121,6 +165,8 @@ fn gone(source: Source, key: String) -> Option<Change> {
         Source::Nodes => Some(Change::NodeDeleted(key)),
         Source::PendingPods => Some(Change::PendingPodGone(key)),
         Source::BoundPods => Some(Change::BoundPodGone(key)),
+        Source::PodGroups => Some(Change::PodGroupDeleted(key)),
+        Source::Pdbs => Some(Change::PdbDeleted(key)),
         // The engine keeps namespace labels only for selectors; a deleted
         // namespace has no pods left to match.
         Source::Namespaces => None,

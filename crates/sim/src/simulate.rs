@@ -88,6 +88,9 @@ pub struct Preemption {
     pub node: String,
     /// `NAMESPACE/NAME` of the pod it made room for.
     pub by: String,
+    /// The sequence number of the decision that preempted it (as
+    /// `Placement::decided`): it was gone for every later decision.
+    pub at: usize,
 }
 
 pub struct Simulation {
@@ -406,7 +409,7 @@ fn simulate_in_pool(
                 // Victims go at once: the simulated cluster has no grace period.
                 for v in &f.victims {
                     let node = v.node_name.clone().unwrap_or_default();
-                    preempted.push(Preemption { pod: v.key(), node: node.clone(), by: f.pod.key() });
+                    preempted.push(Preemption { pod: v.key(), node: node.clone(), by: f.pod.key(), at: decisions });
                     if let Some(p) = placements.get_mut(&v.uid) {
                         p.node = None;
                         p.score = None;

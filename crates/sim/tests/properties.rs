@@ -300,6 +300,14 @@ impl Amounts {
         self.pods += o.pods;
     }
 
+    fn sub(&mut self, o: &Amounts) {
+        self.milli_cpu -= o.milli_cpu;
+        self.memory_mi -= o.memory_mi;
+        self.ephemeral_gi -= o.ephemeral_gi;
+        self.gpus -= o.gpus;
+        self.pods -= o.pods;
+    }
+
     fn fits_within(&self, alloc: &Amounts) -> bool {
         self.milli_cpu <= alloc.milli_cpu
             && self.memory_mi <= alloc.memory_mi
@@ -467,6 +475,16 @@ impl Load {
             }
         }
         None
+    }
+
+    /// A pod leaves (preempted).
+    fn remove(&mut self, p: &GenPod) {
+        self.used.sub(&pod_amounts(p));
+        for port in pod_ports(p) {
+            if let Some(i) = self.ports.iter().position(|o| o == port) {
+                self.ports.swap_remove(i);
+            }
+        }
     }
 
     fn add(&mut self, p: &GenPod) {
@@ -643,6 +661,8 @@ struct Scenario {
     existing: Vec<Load>,
     /// Pending pods by `NAMESPACE/NAME`.
     pending: BTreeMap<String, GenPod>,
+    /// Pre-bound pods by `NAMESPACE/NAME`, with their node's index.
+    bound: BTreeMap<String, (usize, GenPod)>,
 }
 
 /// Writes the manifests. A pre-bound pod is kept only where it fits (as
@@ -651,6 +671,7 @@ fn build(input: &Input) -> Scenario {
     let mut docs: Vec<String> = input.nodes.iter().enumerate().map(|(i, n)| node_json(i, n).to_string()).collect();
     let mut existing = vec![Load::default(); input.nodes.len()];
     let mut pending = BTreeMap::new();
+    let mut bound = BTreeMap::new();
     for (i, p) in input.pods.iter().enumerate() {
         let node = match p.bound {
             Some(b) => {
@@ -659,6 +680,7 @@ fn build(input: &Input) -> Scenario {
                     continue;
                 }
                 existing[idx].add(p);
+                bound.insert(format!("{}/{}", p.namespace, pod_name(i)), (idx, p.clone()));
                 Some(node_name(idx))
             }
             None => {
@@ -670,7 +692,7 @@ fn build(input: &Input) -> Scenario {
         };
         docs.push(pod_json(i, p, node, input.nodes.len()).to_string());
     }
-    Scenario { text: docs.join("\n---\n"), existing, pending }
+    Scenario { text: docs.join("\n---\n"), existing, pending, bound }
 }
 
 /// Which default plugin set a run uses.
@@ -727,9 +749,30 @@ fn check_under(input: &Input, profile: Profile) -> Result<(), TestCaseError> {
     prop_assert_eq!(sim.existing_pods, scenario.existing.iter().map(|l| l.used.pods as usize).sum::<usize>());
     prop_assert_eq!(sim.foreign_pods, input.pods.iter().filter(|p| p.foreign && p.bound.is_none()).count());
 
+    // Preemption: victims only of lower priority than the pod they made
+    // room for, and each evicted once.
+    let priority_of = |key: &str| {
+        scenario.pending.get(key).map(|p| p.priority).or_else(|| scenario.bound.get(key).map(|(_, p)| p.priority))
+    };
+    let mut evicted = std::collections::BTreeSet::new();
+    for v in &sim.preempted {
+        prop_assert!(evicted.insert(v.pod.clone()), "{} preempted twice", v.pod);
+        let (victim, by) = (priority_of(&v.pod), priority_of(&v.by));
+        prop_assert!(victim < by, "{} (priority {victim:?}) preempted for {} (priority {by:?})", v.pod, v.by);
+    }
+
     let mut load = scenario.existing.clone();
+    let mut preemptions = sim.preempted.iter().peekable();
     for p in &sim.placements {
         let pod = &scenario.pending[&p.pod];
+        // Pods preempted by earlier decisions are gone for this one (a
+        // pending pod placed then preempted is reported unplaced, so it
+        // never counted).
+        while let Some(v) = preemptions.next_if(|v| p.decided.is_some_and(|d| v.at < d)) {
+            if let Some((idx, victim)) = scenario.bound.get(&v.pod) {
+                load[*idx].remove(victim);
+            }
+        }
         match &p.node {
             Some(node) => {
                 let idx = node_index(node);
@@ -746,10 +789,17 @@ fn check_under(input: &Input, profile: Profile) -> Result<(), TestCaseError> {
                 prop_assert!(p.reason.is_none(), "{} placed but has reason {:?}", p.pod, p.reason);
             }
             None => {
-                // (c) an unplaced pod says why, in kube-scheduler's format.
+                // (c) an unplaced pod says why, in kube-scheduler's format
+                // (or that it was preempted).
                 let reason = p.reason.as_deref().unwrap_or("");
-                prop_assert!(reason.starts_with("0/"), "{} unplaced with reason {:?}", p.pod, reason);
+                let preempted = reason.starts_with("preempted by ") && evicted.contains(&p.pod);
+                prop_assert!(reason.starts_with("0/") || preempted, "{} unplaced with reason {:?}", p.pod, reason);
             }
+        }
+    }
+    for v in preemptions {
+        if let Some((idx, victim)) = scenario.bound.get(&v.pod) {
+            load[*idx].remove(victim);
         }
     }
     // (a) final sums within allocatable, per node.
@@ -758,7 +808,7 @@ fn check_under(input: &Input, profile: Profile) -> Result<(), TestCaseError> {
     }
     // Nodes only fill up and no constraint here depends on other pods'
     // labels, so an unplaced pod must not fit any node at the end either.
-    for p in sim.placements.iter().filter(|p| p.node.is_none()) {
+    for p in sim.placements.iter().filter(|p| p.node.is_none() && !evicted.contains(&p.pod)) {
         let pod = &scenario.pending[&p.pod];
         for (i, n) in input.nodes.iter().enumerate() {
             let fits = static_violation(pod, i, n, input.nodes.len()).is_none()

@@ -74,7 +74,7 @@ fn taint_keeps_pod_off_node() {
     assert_eq!(node_of(&sim, "default/tolerant"), Some("big"));
     assert_eq!(
         reason_of(&sim, "default/too-big"),
-        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s)."
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s). preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     );
 }
 
@@ -114,7 +114,7 @@ fn required_node_affinity() {
     assert_eq!(node_of(&sim, "default/selector-z3"), Some("c"));
     assert_eq!(
         reason_of(&sim, "default/in-z9"),
-        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     );
 }
 
@@ -153,7 +153,9 @@ spec:
     assert_eq!(unplaced.len(), 1);
     assert_eq!(
         unplaced[0].reason.as_deref(),
-        Some("0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules.")
+        Some(
+            "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+        )
     );
 }
 
@@ -209,7 +211,7 @@ fn topology_spread_unsatisfiable_leaves_pod_pending() {
     let sim = run(&yaml);
     assert_eq!(
         reason_of(&sim, "default/new"),
-        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match pod topology spread constraints."
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match pod topology spread constraints. preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
     );
 }
 
@@ -235,7 +237,7 @@ fn node_ports_conflict() {
     assert_eq!(node_of(&sim, "default/first"), Some("n2"));
     assert_eq!(
         reason_of(&sim, "default/second"),
-        "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports."
+        "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
     );
 }
 
@@ -252,7 +254,10 @@ fn higher_priority_pod_is_scheduled_first() {
     .concat();
     let sim = run(&yaml);
     assert_eq!(node_of(&sim, "default/high"), Some("only"));
-    assert_eq!(reason_of(&sim, "default/low"), "0/1 nodes are available: 1 Insufficient cpu.");
+    assert_eq!(
+        reason_of(&sim, "default/low"),
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    );
     assert_eq!(sim.placements[0].pod, "default/high", "placements are in scheduling order");
     assert_eq!(sim.placements[0].priority, 1000);
 }
@@ -340,7 +345,11 @@ fn init_and_sidecar_containers_decide_fit() {
             assert_eq!(got, Some("n"), "{name}: {:?}", sim.placements[0].reason);
         } else {
             assert_eq!(got, None, "{name}");
-            assert_eq!(reason_of(&sim, "default/p"), "0/1 nodes are available: 1 Insufficient cpu.", "{name}");
+            assert_eq!(
+                reason_of(&sim, "default/p"),
+                "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+                "{name}"
+            );
         }
     }
 }
@@ -405,7 +414,7 @@ fn unschedulable_node_admits_only_pods_tolerating_it() {
     assert_eq!(node_of(&sim, "default/tolerant"), Some("cordoned"));
     assert_eq!(
         reason_of(&sim, "default/too-big"),
-        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable."
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     );
 }
 
@@ -433,7 +442,7 @@ fn required_pod_affinity_co_locates_and_first_pod_may_match_itself() {
     assert_eq!(node_of(&sim, "default/api"), Some("a1"));
     assert_eq!(
         reason_of(&sim, "default/orphan"),
-        "0/2 nodes are available: 2 node(s) didn't match pod affinity rules."
+        "0/2 nodes are available: 2 node(s) didn't match pod affinity rules. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     );
     assert!(node_of(&sim, "default/self").is_some(), "{:?}", sim.placements);
 }
@@ -455,7 +464,7 @@ fn existing_pods_anti_affinity_is_symmetric() {
     assert_eq!(node_of(&sim, "default/calm"), Some("quiet-host"));
     assert_eq!(
         reason_of(&sim, "default/noisy-big"),
-        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't satisfy existing pods anti-affinity rules."
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't satisfy existing pods anti-affinity rules. preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
     );
 }
 
@@ -473,7 +482,10 @@ fn global_default_priority_class_orders_pods_without_a_class() {
     let sim = run(&yaml);
     assert_eq!(node_of(&sim, "default/defaulted"), Some("only"));
     assert_eq!(sim.placements.iter().find(|p| p.pod == "default/defaulted").unwrap().priority, 500);
-    assert_eq!(reason_of(&sim, "default/explicit-low"), "0/1 nodes are available: 1 Insufficient cpu.");
+    assert_eq!(
+        reason_of(&sim, "default/explicit-low"),
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    );
 }
 
 #[test]
@@ -521,7 +533,10 @@ fn conflicting_node_name_fields_are_rejected_in_pre_filter() {
     let conflict = "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n        - matchFields:\n          - {key: metadata.name, operator: In, values: [n1]}\n          - {key: metadata.name, operator: In, values: [n2]}\n";
     let yaml = [node("n1", "4", "8Gi", "", ""), node("n2", "4", "8Gi", "", ""), pod("p", "1", "", conflict)].concat();
     let sim = run(&yaml);
-    assert_eq!(reason_of(&sim, "default/p"), "0/2 nodes are available: pod affinity terms conflict.");
+    assert_eq!(
+        reason_of(&sim, "default/p"),
+        "0/2 nodes are available: pod affinity terms conflict. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    );
 }
 
 #[test]
@@ -536,7 +551,7 @@ fn nodes_left_out_by_pre_filter_name_the_plugin() {
     let sim = run(&yaml);
     assert_eq!(
         reason_of(&sim, "default/pinned"),
-        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [NodeAffinity]. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     );
 }
 
@@ -552,7 +567,7 @@ fn node_name_affinity_to_a_missing_node_leaves_the_pod_pending() {
     let sim = run(&yaml);
     assert_eq!(
         reason_of(&sim, "default/ghostly"),
-        "0/2 nodes are available: 2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+        "0/2 nodes are available: 2 node(s) didn't satisfy plugin(s) [NodeAffinity]. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     );
     assert!(node_of(&sim, "default/fine").is_some());
 }

@@ -195,6 +195,14 @@ impl Cluster {
         Scheduler { child: Some(child), log: log.to_path_buf() }
     }
 
+    /// Installs the CRDs of deploy/crds/ and waits until the API server
+    /// serves PodGroups.
+    pub fn install_crds(&self) {
+        let crds = repo().join("deploy/crds");
+        self.kubectl(&["apply", "--server-side", "-f", crds.to_str().unwrap_or_default()]);
+        self.kubectl(&["wait", "--for=condition=Established", "crd/podgroups.scheduling.x-k8s.io", "--timeout=60s"]);
+    }
+
     /// Writes a file in the cluster's directory and returns its path.
     pub fn file(&self, name: &str, text: &str) -> PathBuf {
         let p = self.dir.join(name);
