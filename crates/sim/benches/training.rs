@@ -215,7 +215,9 @@ fn preemption(c: &mut Criterion) {
                     let outcome = s.schedule_one(NOW);
                     total += start.elapsed();
                     match outcome {
-                        Some(CycleOutcome::Failed(f)) => assert_eq!(f.victims.len(), 1, "one victim makes room"),
+                        // Two: the reservation buffer keeps a pod of this
+                        // priority under 90 % of the node's 4 cpu.
+                        Some(CycleOutcome::Failed(f)) => assert_eq!(f.victims.len(), 2, "victims {:?}", f.victims),
                         _ => panic!("a preemption was expected"),
                     }
                     // The victims stay (not evicted): every round sees the same cluster.

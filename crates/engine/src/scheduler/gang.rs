@@ -487,29 +487,27 @@ impl Scheduler {
     /// What of the gang's minResources the free capacity of the profile's
     /// nodes cannot hold, if anything (coscheduling's PreFilter check).
     fn min_resources_shortfall(&self, profile: &Profile, spec: &PodGroup) -> Option<String> {
-        let mut free = Resources::default();
+        let want = &spec.min_resources;
+        if want.is_zero() {
+            return None;
+        }
+        // Only the resources named: a sum per resource over the nodes.
+        let mut named: Vec<(&str, i64, i64)> = vec![(CPU, want.milli_cpu, 0), ("memory", want.memory, 0)];
+        named.retain(|(_, need, _)| *need > 0);
+        named.extend(want.scalars().iter().filter(|(_, need)| *need > 0).map(|(name, need)| (&**name, *need, 0)));
         for info in self.snapshot.nodes() {
             if profile.node_selector.as_ref().is_some_and(|s| !s.matches(&info.node.labels)) {
                 continue;
             }
-            let mut left = info.node.allocatable.clone();
-            left.sub(&info.requested);
-            free.add(&left);
-        }
-        let want = &spec.min_resources;
-        let mut short: Vec<String> = Vec::new();
-        let named = [(CPU, want.milli_cpu, free.milli_cpu), ("memory", want.memory, free.memory)];
-        for (name, need, have) in named {
-            if need > have {
-                short.push(format!("{name} {need} needed, {have} free"));
+            for (name, _, free) in &mut named {
+                *free += info.free(name).max(0);
             }
         }
-        for (name, need) in want.scalars() {
-            let have = free.scalar(name);
-            if *need > have {
-                short.push(format!("{name} {need} needed, {have} free"));
-            }
-        }
+        let short: Vec<String> = named
+            .iter()
+            .filter(|(_, need, free)| need > free)
+            .map(|(name, need, free)| format!("{name} {need} needed, {free} free"))
+            .collect();
         (!short.is_empty()).then(|| format!("minResources exceed the cluster's free capacity ({})", short.join(", ")))
     }
 }
