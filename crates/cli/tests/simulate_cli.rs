@@ -491,6 +491,24 @@ fn gang_example_simulates_on_its_own() {
     assert_eq!(v["summary"]["ignoredObjects"], 0, "the PodGroup is read: {v}");
 }
 
+#[test]
+fn preemption_example_evicts_the_batch_pod_not_the_budgeted_one() {
+    let v = simulate_json(&["--explain", "ml/urgent-finetune"], &["examples/preemption.yaml"]);
+    let find = |name: &str| placements(&v).iter().find(|p| p["pod"] == name).cloned().unwrap_or_default();
+    assert_eq!(find("ml/urgent-finetune")["node"], "a100-1", "{v}");
+    assert_eq!(
+        v["preempted"],
+        serde_json::json!([{"pod": "ml/nightly-batch", "node": "a100-1", "by": "ml/urgent-finetune"}])
+    );
+    assert_eq!(
+        find("ml/polite-eval")["reason"],
+        "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. preemption: not eligible due to preemptionPolicy=Never."
+    );
+    let candidates = &v["explain"]["preemption"]["candidates"];
+    assert_eq!(candidates[1]["node"], "a100-2");
+    assert_eq!(candidates[1]["pdbViolations"], 1, "the serving replica's budget: {v}");
+}
+
 // ------------------------------------------------------ what gets scheduled
 
 #[test]

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use engine::explain::{Explanation, GangDecision};
+use engine::explain::{Explanation, GangDecision, PreemptionRecord};
 
 use crate::simulate::Simulation;
 
@@ -227,6 +227,34 @@ pub fn explanation_table(e: &Explanation) -> String {
     out.push_str(&table(&header, &rows));
     if let Some(g) = &e.gang {
         out.push_str(&gang_table(g));
+    }
+    if let Some(p) = &e.preemption {
+        out.push_str(&preemption_table(p));
+    }
+    out
+}
+
+/// A preemption: each candidate node with the victims it would need.
+fn preemption_table(p: &PreemptionRecord) -> String {
+    let mut out = match &p.chosen {
+        Some(n) => format!("\nPreemption: nominated {n}; {} candidate node(s):\n", p.candidates.len()),
+        None => "\nPreemption: no candidate node.\n".to_string(),
+    };
+    let rows: Vec<Vec<String>> = p
+        .candidates
+        .iter()
+        .map(|c| {
+            vec![
+                c.node.clone(),
+                if p.chosen.as_ref() == Some(&c.node) { "chosen" } else { "" }.to_string(),
+                c.pdb_violations.to_string(),
+                c.highest_priority.to_string(),
+                c.victims.join(", "),
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        out.push_str(&table(&["NODE", "", "PDB VIOLATIONS", "HIGHEST PRIORITY", "VICTIMS"], &rows));
     }
     out
 }

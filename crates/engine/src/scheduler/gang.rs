@@ -14,7 +14,7 @@ use crate::gang::{self, Domain, GANG, GangView, PodGroup};
 use crate::model::{PodRef, PreemptionPolicy};
 use crate::profile::Profile;
 use crate::queue::QueuedPod;
-use crate::resources::{CPU, Resources};
+use crate::resources::CPU;
 use crate::time::{Millis, SECOND};
 
 /// Gang members waiting for the rest of their gang are filed under this

@@ -165,6 +165,9 @@ pub struct Scheduler {
     /// Pending pods nominated to a node (by a preemption, or as the API
     /// says), by uid: other pods leave room for them there.
     nominations: HashMap<String, (String, PodRef)>,
+    /// The preemption that nominated each pod, kept for the explanation
+    /// of the decision that finally places it.
+    preemptions: HashMap<String, crate::explain::PreemptionRecord>,
     /// Nodes held for starving GPU pods.
     holds: Holds,
 }
@@ -213,6 +216,7 @@ impl Scheduler {
             gang_of: HashMap::new(),
             ready: VecDeque::new(),
             nominations: HashMap::new(),
+            preemptions: HashMap::new(),
             holds: Holds::default(),
         })
     }
@@ -404,6 +408,7 @@ impl Scheduler {
             self.gangs.remove_pending(&key, uid);
         }
         self.nominations.remove(uid);
+        self.preemptions.remove(uid);
         self.holds.release(uid);
     }
 
@@ -562,10 +567,15 @@ impl Scheduler {
         state.set_nominated(self.nominated());
         state.set_held(self.holds.index());
         let decision = self.algorithm.schedule(&profile, &mut state, &qp.pod, &self.snapshot);
-        let record = decision.record;
+        let mut record = decision.record;
         let mut qp = qp;
         match decision.result {
-            Ok(ScheduleResult { node, .. }) => Some(self.assume(profile, qp, node, state, record, now)),
+            Ok(ScheduleResult { node, .. }) => {
+                if record.preemption.is_none() {
+                    record.preemption = self.preemptions.get(&qp.pod.uid).cloned();
+                }
+                Some(self.assume(profile, qp, node, state, record, now))
+            }
             Err(err) => {
                 let unschedulable = matches!(err, ScheduleError::Unschedulable(_) | ScheduleError::NoNodes);
                 let plugins = match &err {
@@ -578,6 +588,9 @@ impl Scheduler {
                 let message = err.message();
                 if let Some(node) = &decision.nominated_node {
                     self.nominate_in_flight(&mut qp, node);
+                    if let Some(p) = &record.preemption {
+                        self.preemptions.insert(qp.pod.uid.clone(), p.clone());
+                    }
                 } else if unschedulable {
                     self.consider_hold(&profile, &qp.pod, qp.first_seen, &record.rejected, now);
                 }
