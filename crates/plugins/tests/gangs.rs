@@ -263,3 +263,25 @@ fn a_gang_preempts_for_all_its_members_or_not_at_all() {
         }
     }
 }
+
+/// A preemptor's nomination holds the room its victims free: a pod of
+/// lower priority arriving meanwhile does not take it.
+#[test]
+fn a_nominated_pod_keeps_the_room_its_victims_free() {
+    let mut c = Cluster::new(1);
+    c.gpu_nodes("n", "", 1);
+    c.s.on_pod_upsert(pod("victim").node("n1").req(1000, 1 << 30).resource(GPU, 8).build(), 0);
+    c.s.on_pod_upsert(pod("urgent").req(1000, 1 << 30).resource(GPU, 8).priority(100).build(), 0);
+    let Some(CycleOutcome::Failed(f)) = c.s.schedule_one(0) else { panic!("urgent should wait for its victim") };
+    assert_eq!((f.nominated_node.as_deref(), f.victims.len()), (Some("n1"), 1));
+    c.s.on_pod_delete("victim", 0);
+    // A lower-priority pod comes while urgent still backs off: the node
+    // is kept for urgent.
+    c.s.on_pod_upsert(pod("sneaky").req(1000, 1 << 30).resource(GPU, 1).priority(5).build(), 0);
+    c.run(0);
+    assert!(!c.bound.contains_key("sneaky"), "{:?}", c.bound);
+    assert!(c.message("sneaky").contains("Insufficient nvidia.com/gpu"), "{}", c.message("sneaky"));
+    c.run(20 * SECOND);
+    assert_eq!(c.bound.get("urgent").map(String::as_str), Some("n1"));
+    assert!(!c.bound.contains_key("sneaky"), "n1 is full with urgent");
+}
