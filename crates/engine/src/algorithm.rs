@@ -499,6 +499,7 @@ impl Algorithm {
         // sized by the pass rate seen so far: a fixed size would filter
         // hundreds of nodes in parallel to find the last few.
         let found_before = feasible.len();
+        let special = state.nominated().is_some() || state.held().is_some();
         let mut chunk = (want + want / 4).max(PARALLEL_THRESHOLD).min(n);
         let mut processed = 0;
         let mut verdicts: Vec<Result<(), Status>> = Vec::with_capacity(chunk);
@@ -511,22 +512,22 @@ impl Algorithm {
             }
             let len = chunk.min(n - processed);
             let at = |i: usize| nodes.position((start + processed + i) % n);
-            let nominated = state.nominated();
-            let check = |i: usize| {
-                let k = (start + processed + i) % n;
-                match nominated {
-                    // Nodes with nominated pods (rare) take the slow path.
-                    Some(nom) if nom.for_pod(nodes.position(k), pod).next().is_some() => {
-                        filter_with_nominated(filters, state, pod, nodes.position(k), nodes.get(k).info())
-                    }
-                    _ => run_filters(filters, state, pod, &nodes.get(k)),
-                }
-            };
+            let check = |i: usize| run_filters(filters, state, pod, &nodes.get((start + processed + i) % n));
             verdicts.clear();
             if len < PARALLEL_THRESHOLD {
                 verdicts.extend((0..len).map(check));
             } else {
                 (0..len).into_par_iter().with_min_len(task_len(len)).map(check).collect_into_vec(&mut verdicts);
+            }
+            // The few nodes with pods nominated there or held by the
+            // starvation guard are decided again, outside the hot loop.
+            if special {
+                for (i, v) in verdicts.iter_mut().enumerate() {
+                    let k = (start + processed + i) % n;
+                    if v.is_ok() && needs_second_look(state, pod, nodes.position(k), nodes.get(k).name()) {
+                        *v = filter_with_nominated(filters, state, pod, nodes.position(k), nodes.get(k).info());
+                    }
+                }
             }
             for (i, v) in verdicts.drain(..).enumerate() {
                 match v {
@@ -566,6 +567,13 @@ impl Algorithm {
         }
         best
     }
+}
+
+/// Whether the node at `position` has pods nominated there that `pod`
+/// must leave room for, or a hold that keeps `pod` off.
+fn needs_second_look(state: &CycleState, pod: &Pod, position: usize, name: &str) -> bool {
+    state.nominated().is_some_and(|n| n.for_pod(position, pod).next().is_some())
+        || state.held().is_some_and(|h| h.blocking(name, pod).is_some())
 }
 
 /// The profile's filters, less those whose PreFilter skipped the cycle.

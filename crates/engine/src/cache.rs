@@ -166,6 +166,11 @@ impl Cache {
         }
     }
 
+    /// Whether any gang member is held here.
+    pub fn has_groups(&self) -> bool {
+        !self.groups.is_empty()
+    }
+
     /// The members of gang `key` held here.
     pub fn group_counts(&self, key: &str) -> GroupCounts {
         self.groups.get(key).copied().unwrap_or_default()

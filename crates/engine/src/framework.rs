@@ -442,15 +442,13 @@ pub trait PostFilterPlugin: Plugin {
 /// Runs the filters on one node; the first failure decides, as in
 /// kube-scheduler. A node that passes all but was marked Fallback by some
 /// filter comes back as `Err` with that (first) Fallback status.
+#[inline]
 pub fn run_filters(
     filters: &[(&'static str, &dyn FilterPlugin)],
     state: &CycleState,
     pod: &Pod,
     node: &NodeView<'_>,
 ) -> Result<(), Status> {
-    if let Some(hold) = state.held().and_then(|h| h.blocking(node.name(), pod)) {
-        return Err(hold.status());
-    }
     let mut fallback: Option<Status> = None;
     for (name, f) in filters {
         let s = f.filter(state, pod, node);
@@ -469,7 +467,10 @@ pub fn run_filters(
 
 /// [`run_filters`] on `node` at snapshot `position`, leaving room for the
 /// pods nominated there (see [`Nominated`]): the filters must pass with
-/// them added, and (for affinity to them, which must not count) without.
+/// them added, and (for affinity to them, which must not count) without;
+/// and the node must not be held for another pod (the starvation guard).
+/// The hot loop runs [`run_filters`] alone and this only on the few nodes
+/// concerned.
 pub fn filter_with_nominated(
     filters: &[(&'static str, &dyn FilterPlugin)],
     state: &CycleState,
@@ -477,6 +478,9 @@ pub fn filter_with_nominated(
     position: usize,
     node: &NodeInfo,
 ) -> Result<(), Status> {
+    if let Some(hold) = state.held().and_then(|h| h.blocking(node.name(), pod)) {
+        return Err(hold.status());
+    }
     let nominated: Vec<&PodRef> = state.nominated().map(|n| n.for_pod(position, pod).collect()).unwrap_or_default();
     if !nominated.is_empty() {
         let mut with = node.clone();

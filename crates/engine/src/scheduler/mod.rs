@@ -404,12 +404,20 @@ impl Scheduler {
 
     /// A pod left the queue for good (placed, deleted, bound elsewhere).
     fn left_queue(&mut self, uid: &str) {
-        if let Some(key) = self.gang_of.remove(uid) {
+        // Every pod passes here: the maps are usually empty, and checked
+        // so before hashing the uid.
+        if !self.gang_of.is_empty()
+            && let Some(key) = self.gang_of.remove(uid)
+        {
             self.gangs.remove_pending(&key, uid);
         }
-        self.nominations.remove(uid);
-        self.preemptions.remove(uid);
-        self.holds.release(uid);
+        if !self.nominations.is_empty() {
+            self.nominations.remove(uid);
+            self.preemptions.remove(uid);
+        }
+        if !self.holds.is_empty() {
+            self.holds.release(uid);
+        }
     }
 
     /// The nodes held for starving pods.
@@ -440,9 +448,10 @@ impl Scheduler {
             Some(node) => {
                 self.nominations.insert(pod.uid.clone(), (node.clone(), pod.clone()));
             }
-            None => {
+            None if !self.nominations.is_empty() => {
                 self.nominations.remove(&pod.uid);
             }
+            None => {}
         }
     }
 
@@ -531,7 +540,7 @@ impl Scheduler {
         self.queue.delete(uid);
         self.gated.remove(uid);
         self.left_queue(uid);
-        let group = self.cache.pod(uid).and_then(|p| p.group_key());
+        let group = if self.cache.has_groups() { self.cache.pod(uid).and_then(|p| p.group_key()) } else { None };
         if self.cache.remove_pod(uid).is_ok() {
             if let Some(key) = group {
                 self.gangs.touch(&key);
@@ -571,7 +580,7 @@ impl Scheduler {
         let mut qp = qp;
         match decision.result {
             Ok(ScheduleResult { node, .. }) => {
-                if record.preemption.is_none() {
+                if record.preemption.is_none() && !self.preemptions.is_empty() {
                     record.preemption = self.preemptions.get(&qp.pod.uid).cloned();
                 }
                 Some(self.assume(profile, qp, node, state, record, now))
