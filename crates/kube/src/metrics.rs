@@ -438,6 +438,10 @@ mod tests {
         m.attempt("scheduled", "gpu-scheduler", Duration::from_millis(3));
         m.set_queue(&QueueLengths { active: 2, backoff: 1, unschedulable: 4, in_flight: 0 }, 0);
         m.scheduled(1, Duration::from_millis(50));
+        m.preemption(0);
+        m.preemption(3);
+        m.set_gangs(&[(engine::gang::GangPhase::Pending, 2), (engine::gang::GangPhase::Scheduled, 1)]);
+        m.set_held_gpus(8);
         let timer = Arc::new(Metrics::new());
         let i = timer.instrument();
         i.plugin_executed("NodeResourcesFit", "PreFilter", Code::Success, 20_000);
@@ -458,6 +462,12 @@ mod tests {
             "scheduler_pending_pods{queue=\"unschedulable\"} 4",
             "scheduler_scheduling_attempt_duration_seconds_count{result=\"scheduled\",profile=\"gpu-scheduler\"} 1",
             "scheduler_pod_scheduling_sli_duration_seconds_count{attempts=\"1\"} 1",
+            "scheduler_preemption_attempts_total 2",
+            "scheduler_preemption_victims_count 1",
+            "scheduler_preemption_victims_sum 3.0",
+            "gpu_scheduler_gangs{phase=\"Pending\"} 2",
+            "gpu_scheduler_gangs{phase=\"Scheduled\"} 1",
+            "gpu_scheduler_held_gpus 8",
         ] {
             assert!(text.contains(want), "missing {want} in\n{text}");
         }
