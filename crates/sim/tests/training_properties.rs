@@ -1,7 +1,8 @@
-//! Property tests of gangs and preemption on random GPU clusters, through
+//! Property tests of gangs and preemption on random clusters, through
 //! `simulate`: no gang is ever partly placed (bound members are 0 or at
-//! least minMember), no pod is bound twice or over a node's GPUs, and no
-//! preemption evicts a pod of equal or higher priority.
+//! least minMember), no pod is bound twice or over a node's GPUs, no
+//! preemption evicts a pod of equal or higher priority, and no
+//! PodDisruptionBudget is violated when a node could make room without.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -148,5 +149,107 @@ proptest! {
     #[test]
     fn gangs_are_placed_whole_or_not_at_all(input in input()) {
         check(&input)?;
+    }
+}
+
+/// A cluster of cpu-only nodes full of pods, some protected by a budget
+/// that allows no disruption, and one high-priority pod to place.
+#[derive(Debug, Clone)]
+struct Budgeted {
+    /// Per node: its cpus and its pods as (cpus, priority, protected).
+    nodes: Vec<(u32, Vec<(u32, i32, bool)>)>,
+    preemptor_cpu: u32,
+}
+
+fn budgeted() -> impl Strategy<Value = Budgeted> {
+    let pods = prop::collection::vec((1u32..=3, prop_oneof![Just(0), Just(5), Just(200)], any::<bool>()), 1..=4);
+    (prop::collection::vec((4u32..=8, pods), 1..=6), 1u32..=6)
+        .prop_map(|(nodes, preemptor_cpu)| Budgeted { nodes, preemptor_cpu })
+}
+
+fn check_budgets(input: &Budgeted) -> Result<(), TestCaseError> {
+    let mut text = String::new();
+    let mut protected = 0;
+    for (i, (cpus, pods)) in input.nodes.iter().enumerate() {
+        let _ = write!(
+            text,
+            "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n{i}\n  labels: {{kubernetes.io/hostname: n{i}}}\nstatus:\n  allocatable: {{cpu: \"{cpus}\", memory: 64Gi, pods: \"110\"}}\n"
+        );
+        let mut used = 0;
+        for (k, (cpu, priority, guarded)) in pods.iter().enumerate() {
+            if used + cpu > *cpus {
+                continue; // the kubelet would not have admitted it
+            }
+            used += cpu;
+            protected += usize::from(*guarded);
+            let app = if *guarded { "protected" } else { "free" };
+            let _ = write!(
+                text,
+                "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p{i}-{k}, namespace: ml, labels: {{app: {app}}}}}\nspec:\n  nodeName: n{i}\n  priority: {priority}\n  containers: [{{name: c, image: x, resources: {{requests: {{cpu: \"{cpu}\"}}}}}}]\n"
+            );
+        }
+    }
+    let _ = write!(
+        text,
+        "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: protected, namespace: ml}}\nspec:\n  minAvailable: {protected}\n  selector: {{matchLabels: {{app: protected}}}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {{name: urgent, namespace: ml}}\nspec:\n  schedulerName: gpu-scheduler\n  priority: 100\n  containers: [{{name: c, image: x, resources: {{requests: {{cpu: \"{}\"}}}}}}]\n",
+        input.preemptor_cpu
+    );
+    let mut m = sim::Manifests::default();
+    m.add_str("budgets.yaml", &text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+    let opts = sim::SimOptions {
+        seed: 1,
+        now: "2026-01-01T00:00:00Z".parse().unwrap_or_default(),
+        explain: None,
+        extenders: Vec::new(),
+    };
+    // kube-scheduler's plugin set: only NodeResourcesFit decides here.
+    let s = sim::simulate(
+        &m,
+        &Configuration::default(),
+        &plugins::registry(),
+        &plugins::standard_plugins(),
+        &opts,
+        &mut |_, _| {},
+    )
+    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    // Independently: a node where evicting only unprotected pods of lower
+    // priority makes room.
+    let mut clean_candidate = false;
+    for (cpus, pods) in &input.nodes {
+        let mut used = 0;
+        let mut freeable = 0;
+        for (cpu, priority, guarded) in pods {
+            if used + cpu > *cpus {
+                continue;
+            }
+            used += cpu;
+            if *priority < 100 && !guarded {
+                freeable += cpu;
+            }
+        }
+        clean_candidate |= input.preemptor_cpu <= *cpus && cpus - used + freeable >= input.preemptor_cpu;
+    }
+    let violated = s.preempted.iter().any(|v| {
+        let name = v.pod.trim_start_matches("ml/p");
+        let (i, k) = name.split_once('-').unwrap_or(("", ""));
+        let (i, k): (usize, usize) = (i.parse().unwrap_or(usize::MAX), k.parse().unwrap_or(usize::MAX));
+        input.nodes.get(i).and_then(|(_, p)| p.get(k)).is_some_and(|p| p.2)
+    });
+    prop_assert!(
+        !(violated && clean_candidate),
+        "a budget was violated although a node without violation existed\n{text}"
+    );
+    for v in &s.preempted {
+        prop_assert!(!v.pod.ends_with("urgent"), "{v:?}");
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn no_budget_is_violated_when_a_node_avoids_it(input in budgeted()) {
+        check_budgets(&input)?;
     }
 }
