@@ -152,12 +152,15 @@ proptest! {
     }
 }
 
+/// A running pod: its cpus, priority, and whether the budget covers it.
+type Running = (u32, i32, bool);
+
 /// A cluster of cpu-only nodes full of pods, some protected by a budget
 /// that allows no disruption, and one high-priority pod to place.
 #[derive(Debug, Clone)]
 struct Budgeted {
-    /// Per node: its cpus and its pods as (cpus, priority, protected).
-    nodes: Vec<(u32, Vec<(u32, i32, bool)>)>,
+    /// Per node: its cpus and its pods.
+    nodes: Vec<(u32, Vec<Running>)>,
     preemptor_cpu: u32,
 }
 
