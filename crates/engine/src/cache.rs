@@ -17,6 +17,7 @@ use crate::facts::{Cloud, FactWarning, FactsConfig, NodeFacts, service_identity}
 use crate::model::{LABEL_REGION, LABEL_ZONE, Labels, Node, Pod, PodRef};
 pub use crate::node_info::{FactCounts, NodeInfo, NodeSummary, NodeView};
 use crate::resources::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST};
+use crate::volumes::{Claim, CsiNode, PodVolumeBindings, StorageClass, Volume, VolumeObjects};
 
 /// Pod-level non-zero request defaults, as kube-scheduler's
 /// `GetNonzeroRequests`: applied per container by conversion; this helper
@@ -73,6 +74,9 @@ pub struct Cache {
     /// PodDisruptionBudgets by `NAMESPACE/NAME`, for preemption.
     pdbs: BTreeMap<String, Pdb>,
     pdbs_generation: u64,
+    /// Claims, volumes, classes and CSINodes, with assumed bindings.
+    volumes: Arc<VolumeObjects>,
+    volumes_generation: u64,
 }
 
 /// A gang's members in the cache.
@@ -188,6 +192,66 @@ impl Cache {
     pub fn remove_pdb(&mut self, namespace: &str, name: &str) {
         if self.pdbs.remove(&format!("{namespace}/{name}")).is_some() {
             self.pdbs_generation += 1;
+        }
+    }
+
+    fn volumes_mut(&mut self) -> &mut VolumeObjects {
+        self.volumes_generation += 1;
+        Arc::make_mut(&mut self.volumes)
+    }
+
+    pub fn volumes(&self) -> &VolumeObjects {
+        &self.volumes
+    }
+
+    pub fn upsert_claim(&mut self, claim: Claim) {
+        self.volumes_mut().upsert_claim(claim);
+    }
+
+    pub fn remove_claim(&mut self, namespace: &str, name: &str) {
+        self.volumes_mut().remove_claim(namespace, name);
+    }
+
+    pub fn upsert_volume(&mut self, volume: Volume) {
+        self.volumes_mut().upsert_volume(volume);
+    }
+
+    pub fn remove_volume(&mut self, name: &str) {
+        self.volumes_mut().remove_volume(name);
+    }
+
+    pub fn upsert_storage_class(&mut self, class: StorageClass) {
+        self.volumes_mut().upsert_class(class);
+    }
+
+    pub fn remove_storage_class(&mut self, name: &str) {
+        self.volumes_mut().remove_class(name);
+    }
+
+    pub fn upsert_csi_node(&mut self, csi: CsiNode) {
+        self.volumes_mut().upsert_csi_node(csi);
+    }
+
+    pub fn remove_csi_node(&mut self, node: &str) {
+        self.volumes_mut().remove_csi_node(node);
+    }
+
+    /// Assumes a decision's volume bindings (see [`VolumeObjects::assume`]).
+    pub fn assume_volumes(&mut self, pod_uid: &str, bindings: &PodVolumeBindings) {
+        self.volumes_mut().assume(pod_uid, bindings);
+    }
+
+    /// Undoes them (the binding failed).
+    pub fn forget_volumes(&mut self, pod_uid: &str) {
+        if self.volumes.assumed(pod_uid).is_some() {
+            self.volumes_mut().forget(pod_uid);
+        }
+    }
+
+    /// Keeps them (the binding was written).
+    pub fn confirm_volumes(&mut self, pod_uid: &str) {
+        if self.volumes.assumed(pod_uid).is_some() {
+            self.volumes_mut().confirm(pod_uid);
         }
     }
 
@@ -396,6 +460,10 @@ impl Cache {
             snap.pdbs = Arc::new(self.pdbs.values().cloned().collect());
             snap.pdbs_generation = self.pdbs_generation;
         }
+        if snap.volumes_generation != self.volumes_generation {
+            snap.volumes = self.volumes.clone();
+            snap.volumes_generation = self.volumes_generation;
+        }
     }
 
     fn rebuild_snapshot(&self, snap: &mut Snapshot) {
@@ -501,10 +569,12 @@ pub struct Snapshot {
     with_required_anti_affinity: Vec<usize>,
     namespaces: Arc<HashMap<String, Labels>>,
     pdbs: Arc<Vec<Pdb>>,
+    volumes: Arc<VolumeObjects>,
     generation: u64,
     node_set_generation: u64,
     namespaces_generation: u64,
     pdbs_generation: u64,
+    volumes_generation: u64,
 }
 
 impl Snapshot {
@@ -564,6 +634,16 @@ impl Snapshot {
     /// The PodDisruptionBudgets, for preemption.
     pub fn pdbs(&self) -> &[Pdb] {
         &self.pdbs
+    }
+
+    /// Claims, volumes, classes and CSINodes (with assumed bindings).
+    pub fn volumes(&self) -> &VolumeObjects {
+        &self.volumes
+    }
+
+    /// The same, shared, for plugin state that outlives the borrow.
+    pub fn volumes_arc(&self) -> &Arc<VolumeObjects> {
+        &self.volumes
     }
 
     pub fn namespace_labels(&self, namespace: &str) -> Option<&Labels> {

@@ -260,6 +260,10 @@ pub enum EventResource {
     /// A pending pod changed (its own spec or labels).
     UnscheduledPod,
     Namespace,
+    PersistentVolumeClaim,
+    PersistentVolume,
+    StorageClass,
+    CsiNode,
 }
 
 /// What happened to the object.
@@ -530,13 +534,28 @@ pub trait PermitPlugin: Plugin {
 }
 
 pub trait PreBindPlugin: Plugin {
-    fn pre_bind(&self, state: &mut CycleState, pod: &Pod, node: &str) -> Status;
+    /// Runs in the binding task, outside the scheduling cycle; writes go
+    /// through `binder`.
+    fn pre_bind(&self, state: &mut CycleState, pod: &Pod, node: &str, binder: &dyn Binder) -> Status;
 }
 
-/// Where a Bind plugin writes the binding: the API server in `run`, the
-/// simulated cluster in `simulate`. The engine itself does no I/O.
+/// Where binding writes go: the API server in `run`, the simulated cluster
+/// in `simulate`. The engine itself does no I/O.
 pub trait Binder: Send + Sync {
     fn bind(&self, pod: &Pod, node: &str) -> Result<(), String>;
+
+    /// Writes a decision's volume bindings (VolumeBinding's PreBind): each
+    /// static volume's claimRef, each claim to provision's selected node;
+    /// then waits, up to `timeout_seconds`, for the PV controller to bind
+    /// every claim. The simulated cluster has nothing to wait for.
+    fn bind_volumes(
+        &self,
+        _pod: &Pod,
+        _bindings: &crate::volumes::PodVolumeBindings,
+        _timeout_seconds: u64,
+    ) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 pub trait BindPlugin: Plugin {

@@ -27,3 +27,4 @@ pub mod scheduler;
 pub mod starvation;
 pub mod testing;
 pub mod time;
+pub mod volumes;

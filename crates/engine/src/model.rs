@@ -328,6 +328,8 @@ pub struct Pod {
     pub start_time: Option<u64>,
     /// `status.phase` is Running (PodGroup status counts it).
     pub running: bool,
+    /// The volumes the volume plugins look at (claims, inline disks).
+    pub volumes: Vec<crate::volumes::PodVolume>,
     /// The API object as received, kept only when an extender needs it
     /// (extenders are sent whole objects); None otherwise, to save memory.
     pub source: Option<Arc<serde_json::Value>>,

@@ -5,12 +5,16 @@
 
 use std::sync::Mutex;
 
+use std::time::Duration;
+
 use engine::framework::Binder;
 use engine::model::Pod;
-use k8s_openapi::api::core::v1::{Binding, ObjectReference};
+use engine::volumes::{ANNOTATION_SELECTED_NODE, PodVolumeBindings};
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::PostParams;
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
+use serde_json::json;
 use tokio::runtime::Handle;
 
 /// How a binding call ended, as far as the scheduler cares.
@@ -98,6 +102,67 @@ impl Binder for ApiBinder {
             }
         }
     }
+
+    /// VolumeBinding's PreBind, as kube-scheduler's volume binder writes
+    /// it: each static volume's `claimRef` (the PV controller then binds
+    /// the claim), each claim to provision's selected node (its
+    /// provisioner then creates the volume there); then a wait, polling,
+    /// until every claim is Bound.
+    fn bind_volumes(&self, pod: &Pod, bindings: &PodVolumeBindings, timeout_seconds: u64) -> Result<(), String> {
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), &pod.namespace);
+        let volumes: Api<PersistentVolume> = Api::all(self.client.clone());
+        let params = PatchParams::default();
+        self.runtime.block_on(async {
+            for (claim_key, volume) in &bindings.static_bindings {
+                let (ns, name) = claim_key.split_once('/').unwrap_or(("", claim_key));
+                let claim = claims.get(name).await.map_err(|e| format!("binding volumes: claim {claim_key}: {e}"))?;
+                let patch = claim_ref_patch(ns, name, claim.metadata.uid.as_deref().unwrap_or_default());
+                volumes
+                    .patch(volume, &params, &Patch::Merge(patch))
+                    .await
+                    .map_err(|e| format!("binding volumes: volume {volume}: {e}"))?;
+            }
+            for claim_key in &bindings.provisionings {
+                let (_, name) = claim_key.split_once('/').unwrap_or(("", claim_key));
+                let patch = json!({"metadata": {"annotations": {ANNOTATION_SELECTED_NODE: bindings.node}}});
+                claims
+                    .patch(name, &params, &Patch::Merge(patch))
+                    .await
+                    .map_err(|e| format!("binding volumes: claim {claim_key}: {e}"))?;
+            }
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout_seconds);
+            let keys = bindings.static_bindings.iter().map(|(c, _)| c).chain(&bindings.provisionings);
+            for claim_key in keys {
+                let (_, name) = claim_key.split_once('/').unwrap_or(("", claim_key));
+                loop {
+                    let claim = claims.get(name).await.map_err(|e| format!("binding volumes: claim {claim_key}: {e}"))?;
+                    if claim.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound") {
+                        break;
+                    }
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(format!(
+                            "binding volumes: timed out after {timeout_seconds}s waiting for claim {claim_key} to be bound"
+                        ));
+                    }
+                    tokio::time::sleep(VOLUME_POLL).await;
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+/// How often PreBind looks whether the PV controller bound the claims.
+const VOLUME_POLL: Duration = Duration::from_millis(500);
+
+/// The PV patch that hands a static volume to a claim, as kube's binder
+/// writes it (the annotation tells the PV controller the binding is the
+/// scheduler's, not a user's pre-binding).
+pub fn claim_ref_patch(namespace: &str, name: &str, uid: &str) -> serde_json::Value {
+    json!({
+        "metadata": {"annotations": {"pv.kubernetes.io/bound-by-controller": "yes"}},
+        "spec": {"claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": namespace, "name": name, "uid": uid}}
+    })
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Watches: Nodes, Namespaces, pending Pods of our schedulerNames, bound
-//! Pods, PodDisruptionBudgets and (when the CRD is served) PodGroups, each a kube-rs watcher whose objects are converted to the
+//! Pods, PodDisruptionBudgets, the volume objects (claims, volumes, storage
+//! classes, CSINodes) and (when the CRD is served) PodGroups, each a kube-rs watcher whose objects are converted to the
 //! engine's model as they arrive (the API objects are not kept, which
 //! keeps memory to what scheduling reads) and sent to the scheduling
 //! thread as [`Change`]s, the one path into the cache.
@@ -14,8 +15,9 @@ use std::sync::Arc;
 use engine::convert;
 use engine::model::{Labels, Node, Pod};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Node as K8sNode, Pod as K8sPod};
+use k8s_openapi::api::core::v1::{Namespace, Node as K8sNode, PersistentVolume, PersistentVolumeClaim, Pod as K8sPod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use tokio::sync::mpsc;
@@ -41,6 +43,15 @@ pub enum Change {
     Pdb(Box<engine::disruption::Pdb>),
     /// `NAMESPACE/NAME` of a deleted PodDisruptionBudget.
     PdbDeleted(String),
+    Claim(Box<engine::volumes::Claim>),
+    /// `NAMESPACE/NAME` of a deleted PersistentVolumeClaim.
+    ClaimDeleted(String),
+    Volume(Box<engine::volumes::Volume>),
+    VolumeDeleted(String),
+    StorageClass(Box<engine::volumes::StorageClass>),
+    StorageClassDeleted(String),
+    CsiNode(Box<engine::volumes::CsiNode>),
+    CsiNodeDeleted(String),
     /// A watch finished its first complete list.
     Synced(Source),
 }
@@ -54,6 +65,10 @@ pub enum Source {
     BoundPods,
     PodGroups,
     Pdbs,
+    Claims,
+    Volumes,
+    StorageClasses,
+    CsiNodes,
 }
 
 /// Pods in a terminal phase hold no resources, as in kube-scheduler.
@@ -106,8 +121,36 @@ where
             }
         }
     });
+    // Volume objects, converted as they arrive; one that cannot be read is
+    // left out (pods using it wait, as for a missing object) and logged.
+    fn lenient<K: ResourceExt, T>(kind: &'static str, r: Result<T, convert::ConvertError>, obj: &K) -> Option<T> {
+        r.map_err(|e| warn!(object = %format!("{kind} {}/{}", obj.namespace().unwrap_or_default(), obj.name_any()), "ignoring: {e}"))
+            .ok()
+    }
+    let all = watcher::Config::default;
+    spawn(Api::<PersistentVolumeClaim>::all(client.clone()), all(), Source::Claims, tx.clone(), |c| {
+        lenient("PersistentVolumeClaim", convert::claim_from_k8s(c), c).map(|c| Change::Claim(Box::new(c)))
+    });
+    spawn(Api::<PersistentVolume>::all(client.clone()), all(), Source::Volumes, tx.clone(), |v| {
+        lenient("PersistentVolume", convert::volume_from_k8s(v), v).map(|v| Change::Volume(Box::new(v)))
+    });
+    spawn(Api::<StorageClass>::all(client.clone()), all(), Source::StorageClasses, tx.clone(), |c| {
+        lenient("StorageClass", convert::class_from_k8s(c), c).map(|c| Change::StorageClass(Box::new(c)))
+    });
+    spawn(Api::<CSINode>::all(client.clone()), all(), Source::CsiNodes, tx.clone(), |c| {
+        lenient("CSINode", convert::csi_node_from_k8s(c), c).map(|c| Change::CsiNode(Box::new(c)))
+    });
     // Field selectors cannot say "one of these names": one watch per name.
-    let mut sources = vec![Source::Nodes, Source::Namespaces, Source::BoundPods, Source::Pdbs];
+    let mut sources = vec![
+        Source::Nodes,
+        Source::Namespaces,
+        Source::BoundPods,
+        Source::Pdbs,
+        Source::Claims,
+        Source::Volumes,
+        Source::StorageClasses,
+        Source::CsiNodes,
+    ];
     if podgroups {
         let api = Api::<PodGroupResource>::all(client.clone());
         spawn(api, watcher::Config::default(), Source::PodGroups, tx.clone(), |g| match g.convert() {
@@ -148,13 +191,15 @@ fn pod_change(p: &K8sPod) -> Option<Change> {
 }
 
 /// The key a deletion is sent with: UID for pods (the engine's pod key),
-/// name for nodes and namespaces.
+/// name for cluster-scoped objects, `NAMESPACE/NAME` for the others.
 fn key_of<K: Resource>(source: Source, obj: &K) -> String {
     let meta = obj.meta();
     match source {
         Source::PendingPods | Source::BoundPods => meta.uid.clone().unwrap_or_default(),
-        Source::Nodes | Source::Namespaces => meta.name.clone().unwrap_or_default(),
-        Source::PodGroups | Source::Pdbs => {
+        Source::Nodes | Source::Namespaces | Source::Volumes | Source::StorageClasses | Source::CsiNodes => {
+            meta.name.clone().unwrap_or_default()
+        }
+        Source::PodGroups | Source::Pdbs | Source::Claims => {
             format!("{}/{}", meta.namespace.as_deref().unwrap_or_default(), meta.name.as_deref().unwrap_or_default())
         }
     }
@@ -167,6 +212,10 @@ fn gone(source: Source, key: String) -> Option<Change> {
         Source::BoundPods => Some(Change::BoundPodGone(key)),
         Source::PodGroups => Some(Change::PodGroupDeleted(key)),
         Source::Pdbs => Some(Change::PdbDeleted(key)),
+        Source::Claims => Some(Change::ClaimDeleted(key)),
+        Source::Volumes => Some(Change::VolumeDeleted(key)),
+        Source::StorageClasses => Some(Change::StorageClassDeleted(key)),
+        Source::CsiNodes => Some(Change::CsiNodeDeleted(key)),
         // The engine keeps namespace labels only for selectors; a deleted
         // namespace has no pods left to match.
         Source::Namespaces => None,

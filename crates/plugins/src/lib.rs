@@ -25,6 +25,7 @@ pub mod node_pool;
 pub mod node_ports;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod node_volume_limits;
 pub mod pod_topology_spread;
 pub mod priority_sort;
 pub mod reservation_buffer;
@@ -34,6 +35,10 @@ pub mod scheduling_gates;
 pub mod spot_expiry;
 pub mod taint_toleration;
 pub mod temperature;
+pub mod volume_binding;
+pub mod volume_restrictions;
+pub mod volume_zone;
+pub mod volumes;
 pub mod zone_spread;
 
 /// Every built-in plugin by name.
@@ -47,6 +52,10 @@ pub fn registry() -> Registry {
     r.register(node_affinity::NAME, node_affinity::new);
     r.register(node_ports::NAME, node_ports::new);
     r.register(node_resources_fit::NAME, node_resources_fit::new);
+    r.register(volume_restrictions::NAME, volume_restrictions::new);
+    r.register(node_volume_limits::NAME, node_volume_limits::new);
+    r.register(volume_binding::NAME, volume_binding::new);
+    r.register(volume_zone::NAME, volume_zone::new);
     r.register(pod_topology_spread::NAME, pod_topology_spread::new);
     r.register(inter_pod_affinity::NAME, inter_pod_affinity::new);
     r.register(balanced_allocation::NAME, balanced_allocation::new);
@@ -89,6 +98,10 @@ pub fn default_plugins() -> Vec<DefaultPlugin> {
         p(node_affinity::NAME, 0.2),
         p(node_ports::NAME, 1.0),
         p(node_resources_fit::NAME, 0.0),
+        p(volume_restrictions::NAME, 1.0),
+        p(node_volume_limits::NAME, 1.0),
+        p(volume_binding::NAME, 1.0),
+        p(volume_zone::NAME, 1.0),
         p(reservation_buffer::NAME, 1.0),
         p(cloud_boundary::NAME, 1.0),
         p(pod_topology_spread::NAME, 0.2),
@@ -104,8 +117,8 @@ pub fn default_plugins() -> Vec<DefaultPlugin> {
     ]
 }
 
-/// kube-scheduler's default plugins (those that do not concern volumes
-/// or images), in its order, with its score weights.
+/// kube-scheduler's default plugins (all but ImageLocality and
+/// DynamicResources), in its order, with its score weights.
 pub fn standard_plugins() -> Vec<DefaultPlugin> {
     let p = |name, weight| DefaultPlugin { name, weight };
     vec![
@@ -117,6 +130,10 @@ pub fn standard_plugins() -> Vec<DefaultPlugin> {
         p(node_affinity::NAME, 2.0),
         p(node_ports::NAME, 1.0),
         p(node_resources_fit::NAME, 1.0),
+        p(volume_restrictions::NAME, 1.0),
+        p(node_volume_limits::NAME, 1.0),
+        p(volume_binding::NAME, 1.0),
+        p(volume_zone::NAME, 1.0),
         p(pod_topology_spread::NAME, 2.0),
         p(inter_pod_affinity::NAME, 2.0),
         p(balanced_allocation::NAME, 1.0),
@@ -168,6 +185,10 @@ mod tests {
                 "NodeAffinity",
                 "NodePorts",
                 "NodeResourcesFit",
+                "VolumeRestrictions",
+                "NodeVolumeLimits",
+                "VolumeBinding",
+                "VolumeZone",
                 "ReservationBuffer",
                 "CloudBoundary",
                 "PodTopologySpread",
@@ -225,6 +246,10 @@ mod tests {
                 "NodeAffinity",
                 "NodePorts",
                 "NodeResourcesFit",
+                "VolumeRestrictions",
+                "NodeVolumeLimits",
+                "VolumeBinding",
+                "VolumeZone",
                 "PodTopologySpread",
                 "InterPodAffinity"
             ]

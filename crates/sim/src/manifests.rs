@@ -8,9 +8,10 @@ use std::fmt;
 use engine::convert::PodGroupObject;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use thiserror::Error;
@@ -52,6 +53,10 @@ pub enum Object {
     Job(Box<Job>),
     PodGroup(Box<PodGroupObject>),
     PodDisruptionBudget(Box<PodDisruptionBudget>),
+    PersistentVolumeClaim(Box<PersistentVolumeClaim>),
+    PersistentVolume(Box<PersistentVolume>),
+    StorageClass(Box<StorageClass>),
+    CsiNode(Box<CSINode>),
 }
 
 /// Everything read, in input order, with where each came from; `ignored`
@@ -128,6 +133,18 @@ impl Manifests {
             }
             ("policy/v1", "PodDisruptionBudget") => {
                 Object::PodDisruptionBudget(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
+            }
+            ("v1", "PersistentVolumeClaim") => {
+                Object::PersistentVolumeClaim(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
+            }
+            ("v1", "PersistentVolume") => {
+                Object::PersistentVolume(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
+            }
+            ("storage.k8s.io/v1", "StorageClass") => {
+                Object::StorageClass(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
+            }
+            ("storage.k8s.io/v1", "CSINode") => {
+                Object::CsiNode(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
             }
             (
                 _,

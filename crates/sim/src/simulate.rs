@@ -254,6 +254,38 @@ fn simulate_in_pool(
                 }
                 sched.on_pod_group_upsert(group, now);
             }
+            Object::PersistentVolumeClaim(c) => {
+                let claim = convert::claim_from_k8s(c).map_err(|e| {
+                    field_err(
+                        format!("PersistentVolumeClaim {}", c.metadata.name.as_deref().unwrap_or("")),
+                        e.path,
+                        e.message,
+                    )
+                })?;
+                sched.on_claim_upsert(claim, now);
+            }
+            Object::PersistentVolume(v) => {
+                let volume = convert::volume_from_k8s(v).map_err(|e| {
+                    field_err(
+                        format!("PersistentVolume {}", v.metadata.name.as_deref().unwrap_or("")),
+                        e.path,
+                        e.message,
+                    )
+                })?;
+                sched.on_volume_upsert(volume, now);
+            }
+            Object::StorageClass(c) => {
+                let class = convert::class_from_k8s(c).map_err(|e| {
+                    field_err(format!("StorageClass {}", c.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
+                })?;
+                sched.on_storage_class_upsert(class, now);
+            }
+            Object::CsiNode(c) => {
+                let csi = convert::csi_node_from_k8s(c).map_err(|e| {
+                    field_err(format!("CSINode {}", c.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
+                })?;
+                sched.on_csi_node_upsert(csi, now);
+            }
             Object::PodDisruptionBudget(b) => {
                 let pdb = convert::pdb_from_k8s(b).map_err(|e| {
                     field_err(

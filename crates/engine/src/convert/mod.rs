@@ -21,6 +21,7 @@ mod pod_group;
 mod resources;
 mod scheduling;
 mod selectors;
+mod volumes;
 
 use std::fmt::Display;
 
@@ -31,6 +32,7 @@ pub use pdb::pdb_from_k8s;
 pub use pod::pod_from_k8s;
 pub use pod_group::{PodGroupObject, PodGroupSpec, pod_group_from_object};
 pub use selectors::label_selector;
+pub use volumes::{claim_from_k8s, class_from_k8s, csi_node_from_k8s, volume_from_k8s};
 
 /// `metadata.namespace` when a manifest leaves it out.
 pub const DEFAULT_NAMESPACE: &str = "default";

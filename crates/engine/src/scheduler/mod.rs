@@ -27,6 +27,7 @@ use crate::profile::Profile;
 use crate::queue::{QueuedPod, SchedulingQueue};
 use crate::starvation::{Holds, STARVATION_GUARD};
 use crate::time::Millis;
+use crate::volumes::{Claim, CsiNode, PodVolumeBindings, StorageClass, Volume};
 
 /// Stands for "no plugin" when a pod failed because the cluster has no
 /// nodes: unknown to the event registry, so every event requeues it.
@@ -90,7 +91,7 @@ impl BindingTask {
     fn bind_one(&mut self, binder: &dyn Binder) -> Status {
         for p in &self.profile.pre_bind {
             let Some(pb) = p.as_pre_bind() else { continue };
-            let s = pb.pre_bind(&mut self.state, &self.pod, &self.node);
+            let s = pb.pre_bind(&mut self.state, &self.pod, &self.node, binder);
             if !s.is_success() {
                 return s.with_plugin(p.name());
             }
@@ -526,6 +527,55 @@ impl Scheduler {
         self.cache.remove_pdb(namespace, name);
     }
 
+    /// A PersistentVolumeClaim was added or changed.
+    pub fn on_claim_upsert(&mut self, claim: Claim, now: Millis) {
+        let action = if self.cache.volumes().claim(&claim.namespace, &claim.name).is_some() {
+            EventAction::Update
+        } else {
+            EventAction::Add
+        };
+        self.cache.upsert_claim(claim);
+        self.fire(ClusterEvent::new(EventResource::PersistentVolumeClaim, action), now);
+    }
+
+    pub fn on_claim_delete(&mut self, namespace: &str, name: &str, now: Millis) {
+        self.cache.remove_claim(namespace, name);
+        self.fire(ClusterEvent::new(EventResource::PersistentVolumeClaim, EventAction::Delete), now);
+    }
+
+    /// A PersistentVolume was added or changed.
+    pub fn on_volume_upsert(&mut self, volume: Volume, now: Millis) {
+        let action =
+            if self.cache.volumes().volume(&volume.name).is_some() { EventAction::Update } else { EventAction::Add };
+        self.cache.upsert_volume(volume);
+        self.fire(ClusterEvent::new(EventResource::PersistentVolume, action), now);
+    }
+
+    pub fn on_volume_delete(&mut self, name: &str, now: Millis) {
+        self.cache.remove_volume(name);
+        self.fire(ClusterEvent::new(EventResource::PersistentVolume, EventAction::Delete), now);
+    }
+
+    pub fn on_storage_class_upsert(&mut self, class: StorageClass, now: Millis) {
+        self.cache.upsert_storage_class(class);
+        self.fire(ClusterEvent::any(EventResource::StorageClass), now);
+    }
+
+    pub fn on_storage_class_delete(&mut self, name: &str, now: Millis) {
+        self.cache.remove_storage_class(name);
+        self.fire(ClusterEvent::new(EventResource::StorageClass, EventAction::Delete), now);
+    }
+
+    pub fn on_csi_node_upsert(&mut self, csi: CsiNode, now: Millis) {
+        self.cache.upsert_csi_node(csi);
+        self.fire(ClusterEvent::any(EventResource::CsiNode), now);
+    }
+
+    pub fn on_csi_node_delete(&mut self, node: &str, now: Millis) {
+        self.cache.remove_csi_node(node);
+        self.fire(ClusterEvent::new(EventResource::CsiNode, EventAction::Delete), now);
+    }
+
     /// A pending pod is gone from the pending pods' view: deleted, or bound
     /// (the bound view then reports it). Only the queue forgets it; an
     /// assumed pod stays until its binding reports, which knows whether
@@ -686,7 +736,14 @@ impl Scheduler {
             }
         }
         match failure {
-            None => Ok(assumed),
+            None => {
+                // VolumeBinding's Reserve chose the pod's volume bindings:
+                // the next decisions see them taken.
+                if let Some(b) = state.read::<PodVolumeBindings>().filter(|b| !b.is_empty()) {
+                    self.cache.assume_volumes(&assumed.uid, b);
+                }
+                Ok(assumed)
+            }
             Some(status) => {
                 for p in reserved.iter().rev() {
                     if let Some(r) = p.as_reserve() {
@@ -706,6 +763,7 @@ impl Scheduler {
                 r.unreserve(state, pod, node);
             }
         }
+        self.cache.forget_volumes(&pod.uid);
         let _ = self.cache.forget_pod(&pod.uid);
     }
 
@@ -760,6 +818,7 @@ impl Scheduler {
     /// Unreserve runs, and the pod retries after backoff (if it still exists).
     pub fn finish_binding(&mut self, mut task: BindingTask, status: &Status, now: Millis) {
         if status.is_success() {
+            self.cache.confirm_volumes(&task.pod.uid);
             for p in &task.profile.post_bind {
                 if let Some(pb) = p.as_post_bind() {
                     pb.post_bind(&mut task.state, &task.pod, &task.node);
@@ -772,6 +831,7 @@ impl Scheduler {
                 r.unreserve(&mut task.state, &task.pod, &task.node);
             }
         }
+        self.cache.forget_volumes(&task.pod.uid);
         if self.cache.forget_pod(&task.pod.uid).is_ok() {
             self.fire(ClusterEvent::new(EventResource::AssignedPod, EventAction::Delete), now);
             let member = task.pod.group_key().map(|key| (key, task.pod.uid.clone()));
