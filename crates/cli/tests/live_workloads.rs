@@ -1,11 +1,13 @@
-//! Training work on a real control plane (DESIGN.md §6): a PyTorchJob-
-//! shaped gang (a Job whose pods carry the pod-group label, created by
-//! kube-controller-manager's Job controller) bound together or not at all,
-//! with the PodGroup's status written and the gang's message in `kubectl
-//! describe`; and a high-priority GPU pod preempting a low-priority one the
-//! way kube-scheduler does (DisruptionTarget condition, deletion, Preempted
-//! Event, nominatedNodeName), bound once the victim is gone. The scenarios
-//! share one cluster, each in its own namespace, schedulerName and pool.
+//! Workloads beyond single pods on a real control plane (DESIGN.md §6): a
+//! PyTorchJob-shaped gang (a Job whose pods carry the pod-group label,
+//! created by kube-controller-manager's Job controller) bound together or
+//! not at all, with the PodGroup's status written and the gang's message in
+//! `kubectl describe`; a high-priority GPU pod preempting a low-priority one
+//! the way kube-scheduler does (DisruptionTarget condition, deletion,
+//! Preempted Event, nominatedNodeName), bound once the victim is gone; and
+//! pods with PersistentVolumeClaims, bound by kube-controller-manager's PV
+//! controller after the scheduler's PreBind. The scenarios share one
+//! cluster, each in its own namespace, schedulerName and pool.
 
 mod support;
 
@@ -16,11 +18,11 @@ use support::cluster::{Cluster, config_yaml, items, node_yaml, pod_yaml, s, wait
 type Scenario = fn(&Cluster);
 
 #[test]
-fn training_work_on_a_live_cluster() {
-    let c = Cluster::up("training");
+fn workloads_on_a_live_cluster() {
+    let c = Cluster::up("workloads");
     c.install_crds();
-    let scenarios: [(&str, Scenario); 2] =
-        [("a gang from a Job, all or nothing", gang_from_a_job), ("preemption", preemption)];
+    let scenarios: [(&str, Scenario); 3] =
+        [("a gang from a Job, all or nothing", gang_from_a_job), ("preemption", preemption), ("volumes", volumes)];
     let failed: Vec<&str> = std::thread::scope(|scope| {
         let handles: Vec<_> = scenarios.iter().map(|(name, f)| (*name, scope.spawn(|| f(&c)))).collect();
         handles.into_iter().filter_map(|(name, h)| h.join().is_err().then_some(name)).collect()
@@ -137,4 +139,60 @@ fn preemption(c: &Cluster) {
     assert!(status.success(), "exit status {status:?}:\n{log}");
     let metrics_seen = log.contains("preempting");
     assert!(metrics_seen, "the preemption is logged:\n{log}");
+}
+
+fn volumes(c: &Cluster) {
+    c.kubectl(&["create", "namespace", "vol"]);
+    let nodes: String = [("vol-1", "z1"), ("vol-2", "z1"), ("vol-3", "z2")]
+        .iter()
+        .map(|(n, z)| {
+            let labels = [("pool", "vol"), ("topology.kubernetes.io/zone", z), ("kubernetes.io/hostname", n)];
+            node_yaml(n, &labels, 8, 32, 0, &[])
+        })
+        .collect();
+    c.kubectl_in(&["create", "-f", "-"], &nodes);
+    let objects = "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: vol-local}\nprovisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n---\n\
+apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: vol-pv-local}\nspec:\n  storageClassName: vol-local\n  capacity: {storage: 10Gi}\n  accessModes: [ReadWriteOnce]\n  local: {path: /data}\n  nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [vol-2]}]}]}}\n---\n\
+apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: dataset, namespace: vol}\nspec: {storageClassName: vol-local, accessModes: [ReadWriteOnce], resources: {requests: {storage: 5Gi}}}\n---\n\
+apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: vol-pv-zonal, labels: {topology.kubernetes.io/zone: z2}}\nspec:\n  storageClassName: \"\"\n  capacity: {storage: 10Gi}\n  accessModes: [ReadWriteOncePod]\n  hostPath: {path: /zonal}\n---\n\
+apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: checkpoints, namespace: vol}\nspec: {storageClassName: \"\", volumeName: vol-pv-zonal, accessModes: [ReadWriteOncePod], resources: {requests: {storage: 5Gi}}}\n---\n";
+    c.kubectl_in(&["create", "-f", "-"], objects);
+    // The pre-bound claim is bound by the PV controller before any pod.
+    wait_for(60, "checkpoints bound", || {
+        (c.get_json(&["pvc", "checkpoints", "-n", "vol"])["status"]["phase"] == "Bound").then_some(())
+    });
+    let config = c.file("vol-config.yaml", &config_yaml("gs-vol", "vol", 50, 100));
+    let mut sched = c.start_scheduler(&config, &c.dir.join("vol-scheduler.log"));
+    let with_claim = |name: &str, claim: &str| {
+        pod_yaml(name, "gs-vol", &[], "cpu: 1", 0).replace(
+            "  containers:\n",
+            &format!("  volumes: [{{name: v, persistentVolumeClaim: {{claimName: {claim}}}}}]\n  containers:\n"),
+        )
+    };
+    c.kubectl_in(
+        &["create", "-n", "vol", "-f", "-"],
+        &(with_claim("loader", "dataset") + &with_claim("writer", "checkpoints")),
+    );
+    // The WaitForFirstConsumer claim: the pod goes where the volume is,
+    // PreBind hands the volume to the claim, the PV controller binds it.
+    let placed = wait_for(90, "loader and writer bound", || {
+        let p: HashMap<String, String> = c.placements("vol").into_iter().collect();
+        ["loader", "writer"].iter().all(|n| p.get(*n).is_some_and(|v| !v.is_empty())).then_some(p)
+    });
+    assert_eq!(placed["loader"], "vol-2", "the local volume's node");
+    assert_eq!(placed["writer"], "vol-3", "the zonal volume's zone");
+    let claim = c.get_json(&["pvc", "dataset", "-n", "vol"]);
+    assert_eq!(
+        (s(&claim["status"]["phase"]).as_str(), s(&claim["spec"]["volumeName"]).as_str()),
+        ("Bound", "vol-pv-local")
+    );
+    // The ReadWriteOncePod claim is in use: a second user is refused.
+    c.kubectl_in(&["create", "-n", "vol", "-f", "-"], &with_claim("second-writer", "checkpoints"));
+    let describe = wait_for(60, "FailedScheduling on second-writer", || {
+        let d = c.kubectl(&["describe", "pod", "second-writer", "-n", "vol"]);
+        d.contains("FailedScheduling").then_some(d)
+    });
+    assert!(describe.contains("ReadWriteOncePod access mode"), "{describe}");
+    let status = sched.terminate();
+    assert!(status.success(), "exit status {status:?}:\n{}", sched.log_text());
 }
