@@ -34,6 +34,8 @@ fn expected_rules() -> Vec<Value> {
         json!({"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "csinodes"], "verbs": ["list", "watch"]}),
         json!({"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get", "patch"]}),
         json!({"apiGroups": [""], "resources": ["persistentvolumes"], "verbs": ["patch"]}),
+        json!({"apiGroups": [""], "resources": ["services", "replicationcontrollers"], "verbs": ["list", "watch"]}),
+        json!({"apiGroups": ["apps"], "resources": ["replicasets", "statefulsets"], "verbs": ["list", "watch"]}),
     ]
 }
 

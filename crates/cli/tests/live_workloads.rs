@@ -6,7 +6,9 @@
 //! the way kube-scheduler does (DisruptionTarget condition, deletion,
 //! Preempted Event, nominatedNodeName), bound once the victim is gone; and
 //! pods with PersistentVolumeClaims, bound by kube-controller-manager's PV
-//! controller after the scheduler's PreBind. The scenarios share one
+//! controller after the scheduler's PreBind; and a Deployment's pods spread
+//! over zones by kube's default constraints, their selector taken from the
+//! ReplicaSet the Deployment controller made. The scenarios share one
 //! cluster, each in its own namespace, schedulerName and pool.
 
 mod support;
@@ -21,8 +23,12 @@ type Scenario = fn(&Cluster);
 fn workloads_on_a_live_cluster() {
     let c = Cluster::up("workloads");
     c.install_crds();
-    let scenarios: [(&str, Scenario); 3] =
-        [("a gang from a Job, all or nothing", gang_from_a_job), ("preemption", preemption), ("volumes", volumes)];
+    let scenarios: [(&str, Scenario); 4] = [
+        ("a gang from a Job, all or nothing", gang_from_a_job),
+        ("preemption", preemption),
+        ("volumes", volumes),
+        ("default spreading of a Deployment", default_spreading),
+    ];
     let failed: Vec<&str> = std::thread::scope(|scope| {
         let handles: Vec<_> = scenarios.iter().map(|(name, f)| (*name, scope.spawn(|| f(&c)))).collect();
         handles.into_iter().filter_map(|(name, h)| h.join().is_err().then_some(name)).collect()
@@ -193,6 +199,56 @@ apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: checkpoints, names
         d.contains("FailedScheduling").then_some(d)
     });
     assert!(describe.contains("ReadWriteOncePod access mode"), "{describe}");
+    let status = sched.terminate();
+    assert!(status.success(), "exit status {status:?}:\n{}", sched.log_text());
+}
+
+/// kube's default profile, as shipped, for scheduler `gs-spread` on the
+/// `spread` pool (NodePool added: it is what keeps a profile to its pool).
+fn kube_default_config() -> String {
+    let shipped = std::fs::read_to_string(support::cluster::repo().join("examples/kube-default-config.yaml"))
+        .unwrap_or_else(|e| panic!("reading examples/kube-default-config.yaml: {e}"));
+    shipped
+        .replace(
+            "- schedulerName: gpu-scheduler\n",
+            "- schedulerName: gs-spread\n  nodeSelector: {matchLabels: {pool: spread}}\n",
+        )
+        .replace("      - name: NodeName\n", "      - name: NodeName\n      - name: NodePool\n")
+        + "leaderElection: {leaderElect: false}\n"
+}
+
+fn default_spreading(c: &Cluster) {
+    c.kubectl(&["create", "namespace", "spread"]);
+    // Zone za has the big nodes: without spreading every replica would go there.
+    let nodes: String =
+        [("spread-a1", "za", 32), ("spread-a2", "za", 32), ("spread-b1", "zb", 8), ("spread-c1", "zc", 8)]
+            .iter()
+            .map(|(n, z, cpu)| {
+                node_yaml(
+                    n,
+                    &[("pool", "spread"), ("topology.kubernetes.io/zone", z), ("kubernetes.io/hostname", n)],
+                    *cpu,
+                    64,
+                    0,
+                    &[],
+                )
+            })
+            .collect();
+    c.kubectl_in(&["create", "-f", "-"], &nodes);
+    let config = c.file("spread-config.yaml", &kube_default_config());
+    let mut sched = c.start_scheduler(&config, &c.dir.join("spread-scheduler.log"));
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 6\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      schedulerName: gs-spread\n      containers: [{name: c, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: '1', memory: 1Gi}}}]\n";
+    c.kubectl_in(&["create", "-n", "spread", "-f", "-"], deployment);
+    let placed = wait_for(90, "the 6 replicas bound", || {
+        let p = c.placements("spread");
+        (p.len() == 6 && p.iter().all(|(_, n)| !n.is_empty())).then_some(p)
+    });
+    let mut per_zone: HashMap<char, usize> = HashMap::new();
+    for (_, node) in &placed {
+        *per_zone.entry(node.chars().nth("spread-".len()).unwrap_or('?')).or_default() += 1;
+    }
+    // What `simulate` with the same config gives for the same Deployment.
+    assert_eq!(per_zone, HashMap::from([('a', 2), ('b', 2), ('c', 2)]), "{placed:?}");
     let status = sched.terminate();
     assert!(status.success(), "exit status {status:?}:\n{}", sched.log_text());
 }

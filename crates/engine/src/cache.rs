@@ -17,6 +17,7 @@ use crate::facts::{Cloud, FactWarning, FactsConfig, NodeFacts, service_identity}
 use crate::model::{LABEL_REGION, LABEL_ZONE, Labels, Node, Pod, PodRef};
 pub use crate::node_info::{FactCounts, NodeInfo, NodeSummary, NodeView};
 use crate::resources::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST};
+use crate::selectors::WorkloadSelectors;
 use crate::volumes::{Claim, CsiNode, PodVolumeBindings, StorageClass, Volume, VolumeObjects};
 
 /// Pod-level non-zero request defaults, as kube-scheduler's
@@ -77,6 +78,9 @@ pub struct Cache {
     /// Claims, volumes, classes and CSINodes, with assumed bindings.
     volumes: Arc<VolumeObjects>,
     volumes_generation: u64,
+    /// Services' and controllers' selectors (default spreading).
+    workloads: Arc<WorkloadSelectors>,
+    workloads_generation: u64,
 }
 
 /// A gang's members in the cache.
@@ -193,6 +197,12 @@ impl Cache {
         if self.pdbs.remove(&format!("{namespace}/{name}")).is_some() {
             self.pdbs_generation += 1;
         }
+    }
+
+    /// Services' and controllers' selectors, to change.
+    pub fn workloads_mut(&mut self) -> &mut WorkloadSelectors {
+        self.workloads_generation += 1;
+        Arc::make_mut(&mut self.workloads)
     }
 
     fn volumes_mut(&mut self) -> &mut VolumeObjects {
@@ -464,6 +474,10 @@ impl Cache {
             snap.volumes = self.volumes.clone();
             snap.volumes_generation = self.volumes_generation;
         }
+        if snap.workloads_generation != self.workloads_generation {
+            snap.workloads = self.workloads.clone();
+            snap.workloads_generation = self.workloads_generation;
+        }
     }
 
     fn rebuild_snapshot(&self, snap: &mut Snapshot) {
@@ -570,11 +584,13 @@ pub struct Snapshot {
     namespaces: Arc<HashMap<String, Labels>>,
     pdbs: Arc<Vec<Pdb>>,
     volumes: Arc<VolumeObjects>,
+    workloads: Arc<WorkloadSelectors>,
     generation: u64,
     node_set_generation: u64,
     namespaces_generation: u64,
     pdbs_generation: u64,
     volumes_generation: u64,
+    workloads_generation: u64,
 }
 
 impl Snapshot {
@@ -644,6 +660,11 @@ impl Snapshot {
     /// The same, shared, for plugin state that outlives the borrow.
     pub fn volumes_arc(&self) -> &Arc<VolumeObjects> {
         &self.volumes
+    }
+
+    /// Services' and controllers' selectors (default spreading).
+    pub fn workloads(&self) -> &WorkloadSelectors {
+        &self.workloads
     }
 
     pub fn namespace_labels(&self, namespace: &str) -> Option<&Labels> {

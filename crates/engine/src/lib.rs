@@ -24,6 +24,7 @@ pub mod queue;
 pub mod registry;
 pub mod resources;
 pub mod scheduler;
+pub mod selectors;
 pub mod starvation;
 pub mod testing;
 pub mod time;

@@ -313,8 +313,12 @@ pub struct Pod {
     pub pod_anti_affinity: PodAffinity,
     pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
     /// The selector of the controller that owns this pod (ReplicaSet,
-    /// StatefulSet, ...), used by the default topology-spread constraints.
+    /// StatefulSet, ...), used by the default topology-spread constraints,
+    /// when the input knew it (a workload expanded by `simulate`).
     pub owner_selector: Option<LabelSelector>,
+    /// Its controller (`metadata.ownerReferences` with `controller: true`),
+    /// as (kind, name): its selector is looked up in the snapshot.
+    pub owner: Option<(String, String)>,
     /// Pods being deleted do not count for spreading.
     pub terminating: bool,
     /// `spec.schedulingGates`: the pod is not scheduled while any remain.

@@ -379,6 +379,14 @@ impl Driver {
             Change::StorageClassDeleted(name) => self.sched.on_storage_class_delete(&name, now),
             Change::CsiNode(c) => self.sched.on_csi_node_upsert(*c, now),
             Change::CsiNodeDeleted(name) => self.sched.on_csi_node_delete(&name, now),
+            Change::Service(key, selector) => {
+                let (ns, name) = key.split_once('/').unwrap_or(("", &key));
+                self.sched.on_service(ns, name, selector);
+            }
+            Change::Controller(kind, key, selector) => {
+                let (ns, name) = key.split_once('/').unwrap_or(("", &key));
+                self.sched.on_controller(kind, ns, name, selector);
+            }
             Change::PdbDeleted(key) => {
                 let (ns, name) = key.split_once('/').unwrap_or(("", &key));
                 self.sched.on_pdb_delete(ns, name);

@@ -13,9 +13,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use engine::convert;
+use engine::model::LabelSelector;
 use engine::model::{Labels, Node, Pod};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Node as K8sNode, PersistentVolume, PersistentVolumeClaim, Pod as K8sPod};
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node as K8sNode, PersistentVolume, PersistentVolumeClaim, Pod as K8sPod, ReplicationController, Service,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -52,6 +56,10 @@ pub enum Change {
     StorageClassDeleted(String),
     CsiNode(Box<engine::volumes::CsiNode>),
     CsiNodeDeleted(String),
+    /// A Service's selector (`NAMESPACE/NAME`; None: deleted).
+    Service(String, Option<engine::model::Labels>),
+    /// A controller's selector: kind, `NAMESPACE/NAME`, selector (None: deleted).
+    Controller(&'static str, String, Option<engine::model::LabelSelector>),
     /// A watch finished its first complete list.
     Synced(Source),
 }
@@ -69,6 +77,10 @@ pub enum Source {
     Volumes,
     StorageClasses,
     CsiNodes,
+    Services,
+    ReplicaSets,
+    StatefulSets,
+    ReplicationControllers,
 }
 
 /// Pods in a terminal phase hold no resources, as in kube-scheduler.
@@ -140,6 +152,24 @@ where
     spawn(Api::<CSINode>::all(client.clone()), all(), Source::CsiNodes, tx.clone(), |c| {
         lenient("CSINode", convert::csi_node_from_k8s(c), c).map(|c| Change::CsiNode(Box::new(c)))
     });
+    // Default spreading's selectors: Services and the controllers of pods.
+    spawn(Api::<Service>::all(client.clone()), all(), Source::Services, tx.clone(), |svc| {
+        let selector = svc.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default();
+        Some(Change::Service(namespaced(svc), Some(selector)))
+    });
+    spawn(Api::<ReplicaSet>::all(client.clone()), all(), Source::ReplicaSets, tx.clone(), |rs| {
+        let sel = rs.spec.as_ref().map(|s| &s.selector);
+        controller("ReplicaSet", namespaced(rs), sel.map(|s| convert::label_selector(s, "spec.selector")))
+    });
+    spawn(Api::<StatefulSet>::all(client.clone()), all(), Source::StatefulSets, tx.clone(), |ss| {
+        let sel = ss.spec.as_ref().map(|s| &s.selector);
+        controller("StatefulSet", namespaced(ss), sel.map(|s| convert::label_selector(s, "spec.selector")))
+    });
+    spawn(Api::<ReplicationController>::all(client.clone()), all(), Source::ReplicationControllers, tx.clone(), |rc| {
+        let map = rc.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default();
+        let sel = LabelSelector::from_match_labels(map.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        controller("ReplicationController", namespaced(rc), Some(Ok(sel)))
+    });
     // Field selectors cannot say "one of these names": one watch per name.
     let mut sources = vec![
         Source::Nodes,
@@ -150,6 +180,10 @@ where
         Source::Volumes,
         Source::StorageClasses,
         Source::CsiNodes,
+        Source::Services,
+        Source::ReplicaSets,
+        Source::StatefulSets,
+        Source::ReplicationControllers,
     ];
     if podgroups {
         let api = Api::<PodGroupResource>::all(client.clone());
@@ -180,6 +214,29 @@ where
     sources
 }
 
+/// `NAMESPACE/NAME` of a namespaced object.
+fn namespaced<K: ResourceExt>(obj: &K) -> String {
+    format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any())
+}
+
+/// A controller's selector change; a selector that cannot be read leaves
+/// the controller without one (its pods get no default spreading).
+fn controller(
+    kind: &'static str,
+    key: String,
+    selector: Option<Result<engine::model::LabelSelector, convert::ConvertError>>,
+) -> Option<Change> {
+    let selector = match selector {
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => {
+            warn!(object = %format!("{kind} {key}"), "ignoring selector: {e}");
+            None
+        }
+        None => None,
+    };
+    Some(Change::Controller(kind, key, selector))
+}
+
 fn pod_change(p: &K8sPod) -> Option<Change> {
     match convert::pod_from_k8s(p) {
         Ok(pod) => Some(Change::Pod(Box::new(pod))),
@@ -199,7 +256,13 @@ fn key_of<K: Resource>(source: Source, obj: &K) -> String {
         Source::Nodes | Source::Namespaces | Source::Volumes | Source::StorageClasses | Source::CsiNodes => {
             meta.name.clone().unwrap_or_default()
         }
-        Source::PodGroups | Source::Pdbs | Source::Claims => {
+        Source::PodGroups
+        | Source::Pdbs
+        | Source::Claims
+        | Source::Services
+        | Source::ReplicaSets
+        | Source::StatefulSets
+        | Source::ReplicationControllers => {
             format!("{}/{}", meta.namespace.as_deref().unwrap_or_default(), meta.name.as_deref().unwrap_or_default())
         }
     }
@@ -216,6 +279,10 @@ fn gone(source: Source, key: String) -> Option<Change> {
         Source::Volumes => Some(Change::VolumeDeleted(key)),
         Source::StorageClasses => Some(Change::StorageClassDeleted(key)),
         Source::CsiNodes => Some(Change::CsiNodeDeleted(key)),
+        Source::Services => Some(Change::Service(key, None)),
+        Source::ReplicaSets => Some(Change::Controller("ReplicaSet", key, None)),
+        Source::StatefulSets => Some(Change::Controller("StatefulSet", key, None)),
+        Source::ReplicationControllers => Some(Change::Controller("ReplicationController", key, None)),
         // The engine keeps namespace labels only for selectors; a deleted
         // namespace has no pods left to match.
         Source::Namespaces => None,

@@ -280,6 +280,11 @@ fn simulate_in_pool(
                 })?;
                 sched.on_storage_class_upsert(class, now);
             }
+            Object::Service(svc) => {
+                let ns = svc.metadata.namespace.clone().unwrap_or_else(|| convert::DEFAULT_NAMESPACE.to_string());
+                let selector = svc.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default();
+                sched.on_service(&ns, svc.metadata.name.as_deref().unwrap_or_default(), Some(selector));
+            }
             Object::CsiNode(c) => {
                 let csi = convert::csi_node_from_k8s(c).map_err(|e| {
                     field_err(format!("CSINode {}", c.metadata.name.as_deref().unwrap_or("")), e.path, e.message)

@@ -124,6 +124,12 @@ pub fn pod_from_k8s(p: &corev1::Pod) -> Result<model::Pod, ConvertError> {
         pod_anti_affinity,
         topology_spread_constraints,
         owner_selector: None,
+        owner: meta
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+            .map(|o| (o.kind.clone(), o.name.clone())),
         terminating: meta.deletion_timestamp.is_some(),
         scheduling_gates: spec.scheduling_gates.iter().flatten().map(|g| g.name.clone()).collect(),
         annotations: meta.annotations.clone().unwrap_or_default(),

@@ -22,7 +22,7 @@ use crate::extender::Extender;
 use crate::facts::FactWarning;
 use crate::framework::{Binder, ClusterEvent, Code, CycleState, EventAction, EventResource, Nominated, Status};
 use crate::gang::{GangStatus, Gangs, PodGroup};
-use crate::model::{Labels, Node, Pod, PodRef};
+use crate::model::{LabelSelector, Labels, Node, Pod, PodRef};
 use crate::profile::Profile;
 use crate::queue::{QueuedPod, SchedulingQueue};
 use crate::starvation::{Holds, STARVATION_GUARD};
@@ -525,6 +525,25 @@ impl Scheduler {
 
     pub fn on_pdb_delete(&mut self, namespace: &str, name: &str) {
         self.cache.remove_pdb(namespace, name);
+    }
+
+    /// A Service's selector was added or changed (None: deleted).
+    pub fn on_service(&mut self, namespace: &str, name: &str, selector: Option<Labels>) {
+        let w = self.cache.workloads_mut();
+        match selector {
+            Some(s) => w.upsert_service(namespace, name, s),
+            None => w.remove_service(namespace, name),
+        }
+    }
+
+    /// A controller's (ReplicaSet, StatefulSet, ReplicationController)
+    /// selector was added or changed (None: deleted).
+    pub fn on_controller(&mut self, kind: &str, namespace: &str, name: &str, selector: Option<LabelSelector>) {
+        let w = self.cache.workloads_mut();
+        match selector {
+            Some(s) => w.upsert_controller(kind, namespace, name, s),
+            None => w.remove_controller(kind, namespace, name),
+        }
     }
 
     /// A PersistentVolumeClaim was added or changed.
