@@ -131,7 +131,7 @@ impl Scheduler {
             by_name,
             profiles,
             plugin_events,
-            cache: Cache::with_facts(cfg.node_facts.clone()),
+            cache: Cache::for_config(cfg),
             fact_warnings: HashSet::new(),
             new_warnings: Vec::new(),
             snapshot: Snapshot::new(),
@@ -305,6 +305,7 @@ impl Scheduler {
             self.queue.update(pod, now);
             self.fire(ClusterEvent::new(EventResource::UnscheduledPod, EventAction::Update), now);
         } else {
+            self.cache.observe_shape(&pod);
             self.queue.add(pod, now);
         }
     }
@@ -339,6 +340,7 @@ impl Scheduler {
         self.cache.update_snapshot(&mut self.snapshot);
         let mut state = CycleState::at(now);
         state.set_node_selector(profile.node_selector.clone());
+        state.write(profile.gpu_placement);
         let decision = self.algorithm.schedule(&profile, &mut state, &qp.pod, &self.snapshot);
         let record = decision.record;
         match decision.result {
@@ -384,6 +386,7 @@ impl Scheduler {
         let mut assumed = (*qp.pod).clone();
         assumed.node_name = Some(node.clone());
         assumed.nominated_node_name = None;
+        assumed.gpu_devices = crate::devices::assign(&self.snapshot, &assumed, &node, profile.gpu_placement);
         let assumed = Arc::new(assumed);
         if let Err(e) = self.cache.assume_pod(assumed.clone()) {
             return self.fail_after_decision(qp, record, Status::error(e.to_string()), now);

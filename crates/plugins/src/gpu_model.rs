@@ -1,7 +1,8 @@
 //! GpuModel: the article's "A100 for training, T4 for inference"
 //! (DESIGN.md §4). For a pod that requests `nvidia.com/gpu`: 100 on a node
 //! whose GPU model the pod's workload class prefers, 50 on another GPU
-//! model (or one we cannot name), 0 on a node without GPUs. The class is
+//! model (or one we cannot name), 0 on a node without GPUs. Any GPU
+//! request counts: whole GPUs, a share, MIG instances or time slices. The class is
 //! the pod label `gpu-scheduler.io/workload`; the node's model is a fact
 //! read from `gpu-model` or, normalised, `nvidia.com/gpu.product`. Pods
 //! without GPUs are GpuNodeAvoidance's business.
@@ -10,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use engine::cache::{NodeList, NodeView};
-use engine::facts::{GPU_RESOURCE, LABEL_WORKLOAD};
+use engine::facts::LABEL_WORKLOAD;
 use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
 use engine::model::Pod;
 use engine::registry::{ArgsError, decode_args};
@@ -109,7 +110,7 @@ impl PreScorePlugin for GpuModel {
     /// Skips pods without GPUs, and clusters without GPU nodes (every node
     /// would score 0; the pod cannot fit anyway).
     fn pre_score(&self, state: &mut CycleState, pod: &Pod, nodes: NodeList<'_>) -> Status {
-        if pod.requests.scalar(GPU_RESOURCE) <= 0 || nodes.snapshot().fact_counts().gpus == 0 {
+        if !pod.gpu.wants_gpu() || nodes.snapshot().fact_counts().gpus == 0 {
             return Status::skip();
         }
         let class = pod.labels.get(LABEL_WORKLOAD);
@@ -138,7 +139,7 @@ impl ScorePlugin for GpuModel {
 mod tests {
     use super::*;
     use engine::cache::Snapshot;
-    use engine::facts::{LABEL_GPU_MODEL, LABEL_GPU_PRODUCT};
+    use engine::facts::{GPU_RESOURCE, LABEL_GPU_MODEL, LABEL_GPU_PRODUCT};
     use engine::testing::{node, pod};
 
     /// A GPU node named by `label` = `value`, or a CPU node when `label` is "".
