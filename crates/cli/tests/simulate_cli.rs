@@ -120,7 +120,8 @@ fn json_report_of_the_example_matches_golden_and_the_contract() {
     assert_eq!(giant["node"], Value::Null);
     assert_eq!(
         giant["reason"],
-        "0/10 nodes are available: 1 node(s) in maintenance mode, 1 node(s) too hot, 6 Insufficient cpu, \
+        // Five: the inference replicas pack on t4-a1, keeping t4-c1 whole.
+        "0/10 nodes are available: 1 node(s) in maintenance mode, 1 node(s) too hot, 5 Insufficient cpu, \
          6 Insufficient memory, 8 Insufficient nvidia.com/gpu."
     );
     assert!(ps.iter().all(|p| p["pod"] != "shop/nightly-report"), "bound pods are load, not placements");
