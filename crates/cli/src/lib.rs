@@ -130,6 +130,7 @@ impl App {
             .try_init();
         let result = match cli.command {
             Command::Simulate(args) => self.simulate(args),
+            Command::Replay(args) => self.replay(args),
             Command::CheckConfig { file } => self.check_config(&file),
             Command::Run(args) => self.run_live(args),
             Command::Snapshot { kubeconfig, output } => snapshot(kubeconfig, output),
@@ -157,6 +158,8 @@ struct Cli {
 enum Command {
     /// Schedule the pods in Kubernetes manifests offline, with the same engine as a live cluster.
     Simulate(SimulateArgs),
+    /// Replay a GPU cluster trace (Alibaba's openb) with the same engine: the FGD paper's protocol.
+    Replay(ReplayArgs),
     /// Validate a configuration file: exit 0, or exit 2 naming the bad field.
     CheckConfig {
         /// The configuration file (GpuSchedulerConfiguration YAML).
@@ -240,6 +243,38 @@ struct SimulateArgs {
     files: Vec<PathBuf>,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum TraceFormat {
+    /// Alibaba's cluster-trace-gpu-v2023 node and pod lists (CSV).
+    Openb,
+}
+
+#[derive(clap::Args)]
+struct ReplayArgs {
+    /// The trace's format.
+    #[arg(long, value_enum)]
+    format: TraceFormat,
+    /// The node list (CSV: sn,cpu_milli,memory_mib,gpu,model).
+    #[arg(long)]
+    nodes: PathBuf,
+    /// The pod list (CSV: name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...]).
+    #[arg(long)]
+    pods: PathBuf,
+    /// Configuration file; without one, the default profile.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Seed for the shuffle, the copies and ties between equally scored nodes.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Append random copies of the pods until their GPU requests reach this
+    /// multiple of the cluster's GPUs.
+    #[arg(long, default_value_t = 1.3)]
+    inflate: f64,
+    /// Report format.
+    #[arg(long, value_enum, default_value = "table")]
+    output: Output,
+}
+
 /// Exit code for bad configuration or arguments, as `check-config` promises.
 const EXIT_BAD_CONFIG: u8 = 2;
 
@@ -299,27 +334,12 @@ impl App {
         }
 
         // A progress bar on stderr for long runs on a terminal; never for JSON.
-        let show_progress = matches!(args.output, Output::Table) && std::io::stderr().is_terminal();
-        let started = Instant::now();
-        let mut bar: Option<ProgressBar> = None;
-        let mut progress = |done: usize, total: usize| {
-            if !show_progress || started.elapsed() < Duration::from_secs(1) {
-                return;
-            }
-            let b = bar.get_or_insert_with(|| {
-                let b = ProgressBar::new(total as u64);
-                if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} pods {per_sec}") {
-                    b.set_style(style);
-                }
-                b
-            });
-            b.set_position(done as u64);
-        };
+        let mut bar = progress_bar("pods");
+        bar.shown &= matches!(args.output, Output::Table);
         let opts = SimOptions { seed: args.seed, now, explain: args.explain.clone(), extenders };
-        let result = sim::simulate(&manifests, &cfg, &self.registry, &self.defaults, &opts, &mut progress);
-        if let Some(b) = bar.take() {
-            b.finish_and_clear();
-        }
+        let result =
+            sim::simulate(&manifests, &cfg, &self.registry, &self.defaults, &opts, &mut |d, t| bar.update(d, t));
+        bar.finish();
         let simulation = result?;
         for w in &simulation.warnings {
             eprintln!("warning: {w}");
@@ -345,6 +365,39 @@ impl App {
                     write!(out, "\n{}", report::explanation_table(e))?;
                 }
             }
+        }
+        Ok(())
+    }
+
+    fn replay(&self, args: ReplayArgs) -> Result<(), Exit> {
+        let (cfg, _) = self.load_config(args.config.as_ref())?;
+        if !(args.inflate.is_finite() && args.inflate > 0.0 && args.inflate <= 10.0) {
+            return Err(bad_config(anyhow::anyhow!(
+                "--inflate {}: must be a number above 0 and at most 10",
+                args.inflate
+            )));
+        }
+        let TraceFormat::Openb = args.format;
+        let read = |path: &PathBuf| {
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display())).map_err(bad_config)
+        };
+        let (nodes_file, pods_file) = (args.nodes.to_string_lossy(), args.pods.to_string_lossy());
+        let nodes = sim::openb::read_nodes(&nodes_file, &read(&args.nodes)?).map_err(bad_config)?;
+        let pods = sim::openb::read_pods(&pods_file, &read(&args.pods)?).map_err(bad_config)?;
+        let opts = sim::replay::ReplayOptions { seed: args.seed, inflate: args.inflate };
+        let mut bar = progress_bar("pods");
+        let result = sim::replay::replay(&nodes, &pods, &cfg, &self.registry, &self.defaults, &opts, &mut |d, t| {
+            bar.update(d, t)
+        });
+        bar.finish();
+        let replay = result?;
+        let mut out = std::io::stdout().lock();
+        match args.output {
+            Output::Json => {
+                serde_json::to_writer(&mut out, &report::replay_json(&replay))?;
+                writeln!(out)?;
+            }
+            Output::Table => write!(out, "{}", report::replay_table(&replay))?,
         }
         Ok(())
     }
@@ -378,6 +431,43 @@ impl App {
             live::run(clients, scheduler, options, shutdown_signal()).await?;
             Ok(())
         })
+    }
+}
+
+/// A progress bar on stderr for runs longer than a second, when stderr is
+/// a terminal.
+struct Progress {
+    label: &'static str,
+    started: Instant,
+    bar: Option<ProgressBar>,
+    shown: bool,
+}
+
+fn progress_bar(label: &'static str) -> Progress {
+    Progress { label, started: Instant::now(), bar: None, shown: std::io::stderr().is_terminal() }
+}
+
+impl Progress {
+    fn update(&mut self, done: usize, total: usize) {
+        if !self.shown || self.started.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        let label = self.label;
+        let b = self.bar.get_or_insert_with(|| {
+            let b = ProgressBar::new(total as u64);
+            if let Ok(style) = ProgressStyle::with_template(&format!("{{bar:40}} {{pos}}/{{len}} {label} {{per_sec}}"))
+            {
+                b.set_style(style);
+            }
+            b
+        });
+        b.set_position(done as u64);
+    }
+
+    fn finish(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
     }
 }
 

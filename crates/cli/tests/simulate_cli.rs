@@ -607,3 +607,47 @@ fn cel_rules_example_places_like_the_builtin_plugins() {
     assert_eq!(b2["plugin"], "CelRules");
     assert_eq!(b2["reasons"][0], "node(s) in maintenance mode");
 }
+
+/// A small openb trace: two 8-GPU nodes and a 2-GPU one; whole, shared,
+/// multi-GPU and CPU-only pods.
+const TRACE_NODES: &str =
+    "sn,cpu_milli,memory_mib,gpu,model\nn0,96000,393216,8,G2\nn1,96000,393216,8,G2\nn2,16000,122880,2,P100\n";
+const TRACE_PODS: &str = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\np0,12000,16384,1,1000,\np1,6000,12288,1,460,\np2,4000,8192,1,500,P100\np3,32000,65536,4,1000,\np4,4000,8192,0,0,\n";
+
+/// `replay`: the JSON contract (DESIGN.md §1), the table, and a bad CSV
+/// naming file, line and column with exit code 2.
+#[test]
+fn replay_reports_the_curve_and_rejects_bad_csv() {
+    let dir = scratch("replay");
+    let nodes = write(&dir, "nodes.csv", TRACE_NODES);
+    let pods = write(&dir, "pods.csv", TRACE_PODS);
+    let args = |output: &'static str| {
+        vec!["replay", "--format", "openb", "--nodes", &nodes, "--pods", &pods, "--seed", "7", "--output", output]
+            .into_iter()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let json = run(&args("json").iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(json.code, Some(0), "{}", json.stderr);
+    let v: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(v["gpus_total"].as_i64(), Some(18));
+    // 1.3 × 18 GPUs asked: the five pods and copies up to 23.4 GPUs, not all of which fit.
+    let (replayed, placed) = (v["pods"].as_u64().unwrap(), v["placed"].as_u64().unwrap());
+    assert!(replayed > 5 && placed < replayed, "{replayed} {placed}");
+    let curve = v["curve"].as_array().unwrap();
+    assert_eq!(curve.len(), 131, "every percent from 0 to 130");
+    for (i, p) in curve.iter().enumerate() {
+        assert_eq!(p["arrived_pct"].as_u64(), Some(i as u64));
+        let (a, f) = (p["allocated_pct"].as_f64().unwrap(), p["fragmentation_pct"].as_f64().unwrap());
+        assert!((0.0..=100.0).contains(&a) && (0.0..=100.0).contains(&f), "{p}");
+    }
+    let table = run(&args("table").iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(table.stdout.starts_with("Replayed ") && table.stdout.contains("ARRIVED  ALLOCATED"), "{}", table.stdout);
+
+    let bad = write(&dir, "bad.csv", "sn,cpu_milli,memory_mib,gpu,model\nn0,96000,lots,8,G2\n");
+    let out = run(&["replay", "--format", "openb", "--nodes", &bad, "--pods", &pods]);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("bad.csv:2: column memory_mib: \"lots\" is not an integer"), "{}", out.stderr);
+    let out = run(&["replay", "--format", "openb", "--nodes", &nodes, "--pods", &pods, "--inflate", "0"]);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+}

@@ -4,6 +4,8 @@
 
 pub mod generate;
 pub mod manifests;
+pub mod openb;
+pub mod replay;
 pub mod report;
 pub mod simulate;
 pub mod workloads;

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use engine::explain::Explanation;
 
+use crate::replay::Replay;
 use crate::simulate::Simulation;
 
 /// The `--output json` object: `placements` in scheduling order (the
@@ -213,5 +214,78 @@ pub fn explanation_table(e: &Explanation) -> String {
         })
         .collect();
     out.push_str(&table(&header, &rows));
+    out
+}
+
+/// `replay --output json`: the contract (`gpus_total`, `pods`, `placed`,
+/// `curve`), then what else the replay measured.
+pub fn replay_json(r: &Replay) -> Value {
+    let curve: Vec<Value> = r
+        .curve
+        .iter()
+        .map(|p| {
+            json!({
+                "arrived_pct": p.arrived_pct,
+                "allocated_pct": round2(p.allocated_pct),
+                "fragmentation_pct": round2(p.fragmentation_pct),
+            })
+        })
+        .collect();
+    let f = &r.failed;
+    json!({
+        "gpus_total": r.gpus_total,
+        "pods": r.pods,
+        "placed": r.placed,
+        "curve": curve,
+        "nodes": r.nodes,
+        "seed": r.seed,
+        "inflate": r.inflate,
+        "arrived_gpu_milli": r.arrived_milli,
+        "allocated_gpu_milli": r.allocated_milli,
+        "failed": {
+            "cpu_only": f.cpu_only,
+            "gpu_share": f.gpu_share,
+            "one_gpu": f.one_gpu,
+            "multi_gpu": f.multi_gpu,
+            "with_models": f.with_models,
+        },
+    })
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// `replay --output table`: the totals, the curve every 10 %, and the pods
+/// that did not fit.
+pub fn replay_table(r: &Replay) -> String {
+    let mut out = format!(
+        "Replayed {} pods on {} nodes ({} GPUs), seed {}, inflated to {}x: {} placed, {} did not fit.\n\n",
+        r.pods,
+        r.nodes,
+        r.gpus_total,
+        r.seed,
+        r.inflate,
+        r.placed,
+        r.failed.total()
+    );
+    let rows: Vec<Vec<String>> = r
+        .curve
+        .iter()
+        .filter(|p| p.arrived_pct % 10 == 0 || Some(p.arrived_pct) == r.curve.last().map(|l| l.arrived_pct))
+        .map(|p| {
+            vec![
+                format!("{}%", p.arrived_pct),
+                format!("{:.2}%", p.allocated_pct),
+                format!("{:.2}%", p.fragmentation_pct),
+            ]
+        })
+        .collect();
+    out.push_str(&table(&["ARRIVED", "ALLOCATED", "FRAGMENTED"], &rows));
+    let f = &r.failed;
+    out.push_str(&format!(
+        "\nDid not fit: {} CPU-only, {} GPU-share, {} one-GPU, {} multi-GPU pods ({} of them naming GPU models).\n",
+        f.cpu_only, f.gpu_share, f.one_gpu, f.multi_gpu, f.with_models
+    ));
     out
 }

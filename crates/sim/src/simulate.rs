@@ -135,11 +135,15 @@ pub fn simulate(
     opts: &SimOptions,
     progress: &mut (dyn FnMut(usize, usize) + Send),
 ) -> Result<Simulation, SimError> {
-    // The loop runs on a pool thread, so the engine's parallel filtering
-    // and scoring split work inside the pool instead of handing every
-    // cycle over from an outside thread and waiting for it.
+    in_pool(|| simulate_in_pool(manifests, cfg, registry, defaults, opts, progress))
+}
+
+/// Runs `f` on a pool thread, so the engine's parallel filtering and
+/// scoring split work inside the pool instead of handing every cycle
+/// over from an outside thread and waiting for it.
+pub(crate) fn in_pool<T: Send>(f: impl FnOnce() -> Result<T, SimError> + Send) -> Result<T, SimError> {
     let pool = rayon::ThreadPoolBuilder::new().build().map_err(|e| SimError::Engine(e.to_string()))?;
-    pool.install(|| simulate_in_pool(manifests, cfg, registry, defaults, opts, progress))
+    pool.install(f)
 }
 
 fn simulate_in_pool(
