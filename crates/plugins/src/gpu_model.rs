@@ -78,13 +78,27 @@ pub struct GpuModel {
 struct Preferred(Arc<[Arc<str>]>);
 
 pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsError> {
-    let args: GpuModelArgs = decode_args(args)?;
-    let preferences = args
-        .preferences
-        .iter()
-        .map(|(class, models)| Ok((class.clone(), normalise(models, &format!("preferences.{class}"))?)))
-        .collect::<Result<_, ArgsError>>()?;
-    Ok(Arc::new(GpuModel { preferences, default_models: normalise(&args.default_models, "defaultModels")? }))
+    Ok(Arc::new(GpuModel::from_args(args)?))
+}
+
+impl GpuModel {
+    /// The plugin for these args (also for tools that report placement
+    /// quality, as `simulate --compare` does).
+    pub fn from_args(args: Option<&serde_json::Value>) -> Result<GpuModel, ArgsError> {
+        let args: GpuModelArgs = decode_args(args)?;
+        let preferences = args
+            .preferences
+            .iter()
+            .map(|(class, models)| Ok((class.clone(), normalise(models, &format!("preferences.{class}"))?)))
+            .collect::<Result<_, ArgsError>>()?;
+        Ok(GpuModel { preferences, default_models: normalise(&args.default_models, "defaultModels")? })
+    }
+
+    /// The models `pod` prefers: its workload class's, or the defaults.
+    pub fn preferred(&self, pod: &Pod) -> &Arc<[Arc<str>]> {
+        let class = pod.labels.get(LABEL_WORKLOAD);
+        class.and_then(|c| self.preferences.iter().find(|(k, _)| k == c)).map_or(&self.default_models, |(_, m)| m)
+    }
 }
 
 impl Plugin for GpuModel {
@@ -113,11 +127,7 @@ impl PreScorePlugin for GpuModel {
         if !pod.gpu.wants_gpu() || nodes.snapshot().fact_counts().gpus == 0 {
             return Status::skip();
         }
-        let class = pod.labels.get(LABEL_WORKLOAD);
-        let models = class
-            .and_then(|c| self.preferences.iter().find(|(k, _)| k == c))
-            .map_or_else(|| self.default_models.clone(), |(_, m)| m.clone());
-        state.write(Preferred(models));
+        state.write(Preferred(self.preferred(pod).clone()));
         Status::success()
     }
 }

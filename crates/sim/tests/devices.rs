@@ -85,3 +85,22 @@ fn shares_fill_devices_and_whole_gpus_need_a_free_device() {
     assert_eq!(reason("one-more-half"), "0/1 nodes are available: 1 node(s) didn't have a GPU with enough free share.");
     assert_eq!(reason("whole"), "0/1 nodes are available: 1 node(s) didn't have enough free GPU devices.");
 }
+
+#[test]
+fn fragmentation_is_lower_under_fragmentation_than_spread() {
+    // Four 8-GPU nodes; shares of 300 and 500, single GPUs and pairs, interleaved.
+    let mut yaml: String = (1..=4).map(|i| gpu_node(&format!("n{i}"), 8)).collect();
+    for i in 0..12 {
+        let (gpus, milli) = [(1, 300), (1, 500), (1, 1000), (1, 500), (2, 1000), (1, 300)][i % 6];
+        yaml.push_str(&gpu_pod(&format!("p{i}"), gpus, milli));
+    }
+    let fragmentation = |placement| run(&yaml, Some(placement)).gpu.fragmentation;
+    let (ours, spread, binpack) = (fragmentation("fragmentation"), fragmentation("spread"), fragmentation("binpack"));
+    assert!(ours < spread, "fragmentation {ours} vs spread {spread}");
+    assert!(ours <= binpack, "fragmentation {ours} vs binpack {binpack}");
+    let sim = run(&yaml, None);
+    assert_eq!(sim.placements.iter().filter(|p| p.node.is_some()).count(), 12);
+    // 4 shares of 300 (1.2), 4 of 500 (2), 2 GPUs and 2 pairs (4): 9.2 GPUs of 32.
+    assert_eq!((sim.gpu.allocated_milli, sim.gpu.capacity_milli), (9_200, 32_000));
+    assert_eq!(sim.gpu.curve.last(), Some(&(9_200, 9_200)));
+}
