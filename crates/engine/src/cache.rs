@@ -141,6 +141,7 @@ impl Cache {
     /// Counts a pod's shape for the typical GPU shapes (once per pod: when
     /// it is queued, or first seen bound).
     pub fn observe_shape(&mut self, pod: &Pod) {
+        // `observe` says when the typical shapes changed.
         if self.shapes.observe(pod) {
             self.shapes_generation += 1;
         }

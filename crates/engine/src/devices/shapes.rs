@@ -187,6 +187,8 @@ pub struct ShapeStats {
     unit: f64,
     growth: f64,
     seen: u64,
+    /// `seen` when the typical shapes were last computed.
+    refreshed: u64,
     typical: Arc<TypicalShapes>,
 }
 
@@ -206,6 +208,7 @@ impl ShapeStats {
             unit: 1.0,
             growth,
             seen: 0,
+            refreshed: 0,
             typical: Arc::default(),
         };
         s.refresh();
@@ -221,11 +224,16 @@ impl ShapeStats {
         self.seen
     }
 
-    /// Counts one pod; returns whether it has a shape (MIG and time-sliced
-    /// pods have none).
+    /// Counts one pod; returns whether the typical shapes changed. The
+    /// shapes are recomputed for a shape never seen before, and otherwise
+    /// once another 1/64 of the pods seen so far has come: a pod's cycle
+    /// should not pay for sorting every shape, and one more pod of a known
+    /// shape moves the probabilities by less than that.
     pub fn observe(&mut self, pod: &Pod) -> bool {
         let Some(shape) = Shape::of(pod) else { return false };
-        *self.weights.entry(shape).or_default() += self.unit;
+        let weight = self.weights.entry(shape).or_default();
+        let new = *weight == 0.0;
+        *weight += self.unit;
         self.seen += 1;
         self.unit *= self.growth;
         if self.unit > 1e200 {
@@ -233,6 +241,9 @@ impl ShapeStats {
             let unit = self.unit;
             self.weights.values_mut().for_each(|w| *w /= unit);
             self.unit = 1.0;
+        }
+        if !new && self.seen - self.refreshed < (self.refreshed / 64).max(1) {
+            return false;
         }
         self.refresh();
         true
@@ -244,6 +255,7 @@ impl ShapeStats {
     }
 
     fn refresh(&mut self) {
+        self.refreshed = self.seen;
         // Weights in units of "one pod seen just now", so the prior keeps
         // its configured strength.
         let mut all: HashMap<&Shape, f64> = HashMap::with_capacity(self.weights.len() + self.prior.len());
