@@ -51,7 +51,7 @@ use engine::profile::DefaultPlugin;
 use engine::profile::build_profiles;
 use engine::registry::{Factory, Registry};
 use indicatif::{ProgressBar, ProgressStyle};
-use sim::{Manifests, SimOptions, report};
+use sim::{Manifests, SimOptions, compare, report};
 
 mod http;
 
@@ -235,8 +235,16 @@ struct SimulateArgs {
     #[arg(long)]
     now: Option<String>,
     /// Show the full decision for one pod (NAMESPACE/NAME).
-    #[arg(long, value_name = "NS/POD")]
+    #[arg(long, value_name = "NS/POD", conflicts_with = "compare")]
     explain: Option<String>,
+    /// Simulate the same manifests under two configurations and compare
+    /// them (GPU allocation, fragmentation, pending pods, GPU pods on a
+    /// preferred model).
+    #[arg(long, num_args = 2, value_names = ["A.yaml", "B.yaml"], conflicts_with = "config")]
+    compare: Option<Vec<PathBuf>>,
+    /// Also write the result as one self-contained HTML page with charts.
+    #[arg(long, value_name = "FILE.html")]
+    report: Option<PathBuf>,
     /// Manifests: multi-document YAML of Nodes, Pods, Namespaces,
     /// PriorityClasses, Deployments, ReplicaSets, StatefulSets and Jobs.
     #[arg(required = true)]
@@ -273,6 +281,12 @@ struct ReplayArgs {
     /// Report format.
     #[arg(long, value_enum, default_value = "table")]
     output: Output,
+    /// Replay under two configurations and compare them.
+    #[arg(long, num_args = 2, value_names = ["A.yaml", "B.yaml"], conflicts_with = "config")]
+    compare: Option<Vec<PathBuf>>,
+    /// Also write the result as one self-contained HTML page with charts.
+    #[arg(long, value_name = "FILE.html")]
+    report: Option<PathBuf>,
 }
 
 /// Exit code for bad configuration or arguments, as `check-config` promises.
@@ -317,7 +331,6 @@ impl App {
     }
 
     fn simulate(&self, args: SimulateArgs) -> Result<(), Exit> {
-        let (cfg, extenders) = self.load_config(args.config.as_ref())?;
         let now = match &args.now {
             Some(t) => t
                 .parse::<jiff::Timestamp>()
@@ -333,16 +346,32 @@ impl App {
             tracing::debug!("{source}: {what} does not affect scheduling; ignored");
         }
 
-        // A progress bar on stderr for long runs on a terminal; never for JSON.
-        let mut bar = progress_bar("pods");
-        bar.shown &= matches!(args.output, Output::Table);
-        let opts = SimOptions { seed: args.seed, now, explain: args.explain.clone(), extenders };
-        let result =
-            sim::simulate(&manifests, &cfg, &self.registry, &self.defaults, &opts, &mut |d, t| bar.update(d, t));
-        bar.finish();
-        let simulation = result?;
-        for w in &simulation.warnings {
-            eprintln!("warning: {w}");
+        let run = |config: Option<&PathBuf>| -> Result<sim::Simulation, Exit> {
+            let (cfg, extenders) = self.load_config(config)?;
+            // A progress bar on stderr for long runs on a terminal; never for JSON.
+            let mut bar = progress_bar("pods");
+            bar.shown &= matches!(args.output, Output::Table);
+            let opts = SimOptions { seed: args.seed, now, explain: args.explain.clone(), extenders };
+            let result =
+                sim::simulate(&manifests, &cfg, &self.registry, &self.defaults, &opts, &mut |d, t| bar.update(d, t));
+            bar.finish();
+            let simulation = result?;
+            for w in &simulation.warnings {
+                eprintln!("warning: {w}");
+            }
+            Ok(simulation)
+        };
+        if let Some(configs) = &args.compare {
+            let runs = configs
+                .iter()
+                .map(|c| Ok(compare::Run::of_simulation(&c.display().to_string(), &run(Some(c))?)))
+                .collect::<Result<Vec<_>, Exit>>()?;
+            return comparison(&runs, args.output, args.report.as_ref(), "simulate --compare");
+        }
+        let simulation = run(args.config.as_ref())?;
+        if let Some(path) = &args.report {
+            let label = config_label(args.config.as_ref());
+            write_report(path, "simulate", &[compare::Run::of_simulation(&label, &simulation)])?;
         }
 
         let explanation = match &args.explain {
@@ -370,7 +399,6 @@ impl App {
     }
 
     fn replay(&self, args: ReplayArgs) -> Result<(), Exit> {
-        let (cfg, _) = self.load_config(args.config.as_ref())?;
         if !(args.inflate.is_finite() && args.inflate > 0.0 && args.inflate <= 10.0) {
             return Err(bad_config(anyhow::anyhow!(
                 "--inflate {}: must be a number above 0 and at most 10",
@@ -385,12 +413,28 @@ impl App {
         let nodes = sim::openb::read_nodes(&nodes_file, &read(&args.nodes)?).map_err(bad_config)?;
         let pods = sim::openb::read_pods(&pods_file, &read(&args.pods)?).map_err(bad_config)?;
         let opts = sim::replay::ReplayOptions { seed: args.seed, inflate: args.inflate };
-        let mut bar = progress_bar("pods");
-        let result = sim::replay::replay(&nodes, &pods, &cfg, &self.registry, &self.defaults, &opts, &mut |d, t| {
-            bar.update(d, t)
-        });
-        bar.finish();
-        let replay = result?;
+        let run = |config: Option<&PathBuf>| -> Result<sim::replay::Replay, Exit> {
+            let (cfg, _) = self.load_config(config)?;
+            let mut bar = progress_bar("pods");
+            let result =
+                sim::replay::replay(&nodes, &pods, &cfg, &self.registry, &self.defaults, &opts, &mut |d, t| {
+                    bar.update(d, t)
+                });
+            bar.finish();
+            Ok(result?)
+        };
+        if let Some(configs) = &args.compare {
+            let runs = configs
+                .iter()
+                .map(|c| Ok(compare::Run::of_replay(&c.display().to_string(), &run(Some(c))?)))
+                .collect::<Result<Vec<_>, Exit>>()?;
+            return comparison(&runs, args.output, args.report.as_ref(), &format!("replay --compare ({pods_file})"));
+        }
+        let replay = run(args.config.as_ref())?;
+        if let Some(path) = &args.report {
+            let label = config_label(args.config.as_ref());
+            write_report(path, &format!("replay ({pods_file})"), &[compare::Run::of_replay(&label, &replay)])?;
+        }
         let mut out = std::io::stdout().lock();
         match args.output {
             Output::Json => {
@@ -432,6 +476,30 @@ impl App {
             Ok(())
         })
     }
+}
+
+/// The configuration's name in reports.
+fn config_label(config: Option<&PathBuf>) -> String {
+    config.map_or_else(|| "default profile".to_string(), |c| c.display().to_string())
+}
+
+/// Writes the HTML report of `runs`.
+fn write_report(path: &PathBuf, title: &str, runs: &[compare::Run]) -> Result<(), Exit> {
+    std::fs::write(path, compare::html(title, runs)).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Prints a comparison (table or JSON) and writes its report if asked.
+fn comparison(runs: &[compare::Run], output: Output, report: Option<&PathBuf>, title: &str) -> Result<(), Exit> {
+    if let Some(path) = report {
+        write_report(path, title, runs)?;
+    }
+    let mut out = std::io::stdout().lock();
+    match output {
+        Output::Json => writeln!(out, "{}", compare::json(runs))?,
+        Output::Table => write!(out, "{}", compare::table(runs))?,
+    }
+    Ok(())
 }
 
 /// A progress bar on stderr for runs longer than a second, when stderr is

@@ -651,3 +651,72 @@ fn replay_reports_the_curve_and_rejects_bad_csv() {
     let out = run(&["replay", "--format", "openb", "--nodes", &nodes, "--pods", &pods, "--inflate", "0"]);
     assert_eq!(out.code, Some(2), "{}", out.stderr);
 }
+
+/// Headless Chromium (Debian's `chromium`, which `.ci/run` installs).
+fn chromium() -> String {
+    ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
+        .unwrap_or_else(|| panic!("headless Chromium is needed to check the HTML report: apt-get install chromium"))
+        .to_string()
+}
+
+/// Renders `page` in headless Chromium: its DOM after loading, and a
+/// screenshot.
+fn render(dir: &Path, page: &Path) -> (String, Vec<u8>) {
+    let url = format!("file://{}", page.display());
+    let browser = |extra: &[String]| {
+        let out = Command::new(chromium())
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            .args(["--disable-component-update", "--disable-sync", "--no-first-run"])
+            .arg(format!("--user-data-dir={}", dir.join("chromium-profile").display()))
+            .args(extra)
+            .arg(&url)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "chromium: {}", String::from_utf8_lossy(&out.stderr));
+        out
+    };
+    let dom = String::from_utf8(browser(&["--dump-dom".to_string()]).stdout).unwrap();
+    let png = dir.join("report.png");
+    browser(&["--window-size=1000,1200".to_string(), format!("--screenshot={}", png.display())]);
+    (dom, std::fs::read(&png).unwrap())
+}
+
+/// `simulate --compare A B --report FILE.html`: the table, and a page
+/// whose charts a browser renders (one curve and one heat strip per
+/// configuration, a cell per GPU node).
+#[test]
+fn compare_with_an_html_report_renders_in_a_browser() {
+    let dir = scratch("report");
+    let page = dir.join("report.html");
+    let page_arg = page.to_string_lossy().into_owned();
+    let out = run(&[
+        "simulate",
+        "--now",
+        NOW,
+        "--compare",
+        "examples/config.yaml",
+        "examples/gpu-binpack-config.yaml",
+        "examples/gpu-sharing.yaml",
+        "--report",
+        &page_arg,
+    ]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(lines[0].contains("examples/config.yaml") && lines[0].contains("examples/gpu-binpack-config.yaml"));
+    let allocated: Vec<f64> =
+        lines[1].split_whitespace().filter_map(|c| c.strip_suffix('%')).map(|c| c.parse().unwrap()).collect();
+    assert!(allocated[0] > allocated[1], "fragmentation places more GPU work than binpack here: {}", out.stdout);
+
+    let (dom, png) = render(&dir, &page);
+    assert_eq!(dom.matches("<polyline class=\"curve\"").count(), 2, "{dom}");
+    assert_eq!(dom.matches("class=\"heat-strip\"").count(), 2);
+    assert_eq!(dom.matches("<rect class=\"node\"").count(), 12, "six GPU nodes, two configurations");
+    assert!(dom.contains("<table id=\"summary\">"));
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "a screenshot with something on it: {} bytes",
+        png.len()
+    );
+}

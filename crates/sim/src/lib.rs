@@ -2,6 +2,7 @@
 //! placement report out. The same `Scheduler` as `run`, a simulated clock
 //! and an in-memory binder.
 
+pub mod compare;
 pub mod generate;
 pub mod manifests;
 pub mod openb;
