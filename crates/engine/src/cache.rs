@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
+use crate::config::Configuration;
+use crate::devices::{ShapeStats, TypicalShapes};
 use crate::disruption::Pdb;
 use crate::facts::{Cloud, FactWarning, FactsConfig, NodeFacts, service_identity};
 use crate::model::{LABEL_REGION, LABEL_ZONE, Labels, Node, Pod, PodRef};
@@ -81,6 +83,9 @@ pub struct Cache {
     /// Services' and controllers' selectors (default spreading).
     workloads: Arc<WorkloadSelectors>,
     workloads_generation: u64,
+    /// The pod shapes seen, for the GPU fragmentation measure.
+    shapes: ShapeStats,
+    shapes_generation: u64,
 }
 
 /// A gang's members in the cache.
@@ -144,6 +149,30 @@ impl Cache {
     /// A cache that reads node facts with `facts_config`.
     pub fn with_facts(facts_config: FactsConfig) -> Self {
         Cache { node_set_generation: 1, facts_config, ..Default::default() }
+    }
+
+    /// A cache for `cfg`: its node facts and GPU shapes settings.
+    pub fn for_config(cfg: &Configuration) -> Self {
+        Cache {
+            node_set_generation: 1,
+            facts_config: cfg.node_facts.clone(),
+            shapes: ShapeStats::new(cfg.gpu_shapes.clone()),
+            ..Default::default()
+        }
+    }
+
+    /// Counts a pod's shape for the typical GPU shapes (once per pod: when
+    /// it is queued, or first seen bound).
+    pub fn observe_shape(&mut self, pod: &Pod) {
+        // `observe` says when the typical shapes changed.
+        if self.shapes.observe(pod) {
+            self.shapes_generation += 1;
+        }
+    }
+
+    /// The typical pod shapes as learned so far.
+    pub fn gpu_shapes(&self) -> &Arc<TypicalShapes> {
+        self.shapes.typical()
     }
 
     /// Counts `pod` (+1 or -1) for its service on a node with these facts.
@@ -313,7 +342,7 @@ impl Cache {
         let name = node.name.clone();
         let info = self.touch(&name);
         let old_facts = std::mem::replace(&mut info.facts, facts.clone());
-        info.node = node;
+        info.set_node(node);
         info.has_node = true;
         // Service counts follow the node if its zone or cloud changed.
         if (&old_facts.zone, old_facts.cloud) != (&facts.zone, facts.cloud) {
@@ -384,11 +413,20 @@ impl Cache {
     /// assumed pod with the same UID is confirmed, moved if the API says it
     /// landed elsewhere.
     pub fn add_pod(&mut self, pod: PodRef) -> Result<(), CacheError> {
+        match self.pods.get(&pod.uid) {
+            Some(state) if !state.assumed => return Err(CacheError::PodExists(pod.key())),
+            Some(_) => {}
+            // Bound by someone else, or bound before we started: a pod seen for the first time.
+            None if pod.node_name.is_some() => self.observe_shape(&pod),
+            None => {}
+        }
+        self.insert_pod(pod)
+    }
+
+    /// Adds a bound pod, replacing an assumed one of the same UID.
+    fn insert_pod(&mut self, pod: PodRef) -> Result<(), CacheError> {
         let node = pod.node_name.clone().ok_or_else(|| CacheError::NoNodeName(pod.key()))?;
-        if let Some(state) = self.pods.get(&pod.uid) {
-            if !state.assumed {
-                return Err(CacheError::PodExists(pod.key()));
-            }
+        if self.pods.get(&pod.uid).is_some_and(|s| s.assumed) {
             self.remove_pod(&pod.uid)?;
         }
         let info = self.touch(&node);
@@ -403,7 +441,7 @@ impl Cache {
     /// Replaces a bound pod's state (labels or requests changed).
     pub fn update_pod(&mut self, pod: PodRef) -> Result<(), CacheError> {
         self.remove_pod(&pod.uid)?;
-        self.add_pod(pod)
+        self.insert_pod(pod)
     }
 
     /// Removes a pod (deleted, or forgotten).
@@ -430,6 +468,10 @@ impl Cache {
     /// Brings `snap` up to date: copies (by pointer) the nodes changed since
     /// its generation; rebuilds the node order only when nodes came or went.
     pub fn update_snapshot(&self, snap: &mut Snapshot) {
+        if snap.shapes_generation != Some(self.shapes_generation) {
+            snap.gpu_shapes = self.shapes.typical().clone();
+            snap.shapes_generation = Some(self.shapes_generation);
+        }
         for (_, name) in self.service_changes.range(snap.generation + 1..) {
             match self.services.get(name) {
                 Some(stats) => snap.services.insert(name.clone(), stats.clone()),
@@ -591,6 +633,10 @@ pub struct Snapshot {
     pdbs_generation: u64,
     volumes_generation: u64,
     workloads_generation: u64,
+    /// The typical GPU pod shapes (from the cache's `ShapeStats`).
+    gpu_shapes: Arc<TypicalShapes>,
+    /// The cache's shapes generation copied; None before the first update.
+    shapes_generation: Option<u64>,
 }
 
 impl Snapshot {
@@ -601,6 +647,11 @@ impl Snapshot {
     /// How many nodes have each policy fact.
     pub fn fact_counts(&self) -> &FactCounts {
         &self.fact_counts
+    }
+
+    /// The typical pod shapes GPU fragmentation is measured against.
+    pub fn gpu_shapes(&self) -> &Arc<TypicalShapes> {
+        &self.gpu_shapes
     }
 
     /// Every node, in the scheduler's search order.
@@ -875,5 +926,29 @@ mod service_tests {
         cache.update_snapshot(&mut snap);
         let s = snap.view(0).summary().to_owned();
         assert_eq!((s.temperature_celsius(), s.cloud), (Some(71.0), Some(Cloud::Public)));
+    }
+
+    #[test]
+    fn pod_shapes_are_counted_once() {
+        use crate::devices::GpuRequest;
+        let mut cache = Cache::new();
+        cache.upsert_node(node("a").resource(crate::facts::GPU_RESOURCE, 8).build());
+        let seen = |c: &Cache| c.shapes.seen();
+        let gpu = |uid: &str| pod(uid).node("a").with(|p| p.gpu = GpuRequest::whole(1));
+        // Queued (the scheduler observes it), assumed, confirmed: once.
+        let queued = gpu("q").build();
+        cache.observe_shape(&queued);
+        cache.assume_pod(Arc::new(queued.clone())).unwrap();
+        cache.add_pod(Arc::new(queued)).unwrap();
+        assert_eq!(seen(&cache), 1);
+        // Found bound (another scheduler's, or before a restart), then updated: once.
+        cache.add_pod(gpu("b").arc()).unwrap();
+        cache.update_pod(gpu("b").label("x", "y").arc()).unwrap();
+        assert_eq!(seen(&cache), 2);
+        let mut snap = Snapshot::new();
+        cache.update_snapshot(&mut snap);
+        assert!(Arc::ptr_eq(snap.gpu_shapes(), cache.gpu_shapes()));
+        // Two pods (the older faded a little) and the prior's whole GPU, of four.
+        assert!((snap.gpu_shapes().shapes()[0].1 - 3.0 / 4.0).abs() < 1e-4);
     }
 }

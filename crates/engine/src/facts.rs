@@ -221,6 +221,12 @@ impl NodeFacts {
                     None
                 }
             });
+        // Read with the devices (`NodeGpus`); only the warning is made here.
+        if let (Err(e), Some(raw)) =
+            (crate::devices::gpu_memory_label(labels), labels.get(crate::devices::LABEL_GPU_MEMORY))
+        {
+            warn(crate::devices::LABEL_GPU_MEMORY, raw, e);
+        }
         let condition_alert = node
             .conditions
             .iter()
@@ -314,6 +320,7 @@ mod tests {
             .annotation(ANNOTATION_SPOT_EXPIRY, "tomorrow")
             .annotation(ANNOTATION_LAST_ALERT, "")
             .annotation(ANNOTATION_TEMPERATURE, "hot")
+            .label(crate::devices::LABEL_GPU_MEMORY, "80GB")
             .build();
         let (f, warnings) = NodeFacts::of(&n, &FactsConfig::default());
         assert_eq!(
@@ -331,6 +338,7 @@ mod tests {
                 ANNOTATION_SPOT_EXPIRY,
                 ANNOTATION_TEMPERATURE,
                 LABEL_MAINTENANCE,
+                crate::devices::LABEL_GPU_MEMORY,
                 LABEL_GPU_PRODUCT
             ]
         );

@@ -9,6 +9,7 @@ pub mod algorithm;
 pub mod cache;
 pub mod config;
 pub mod convert;
+pub mod devices;
 pub mod disruption;
 pub mod explain;
 pub mod extender;

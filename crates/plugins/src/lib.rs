@@ -13,8 +13,12 @@ pub mod cloud_boundary;
 pub mod default_binder;
 pub mod default_preemption;
 pub mod disk_type;
+pub mod gpu_binpack;
+pub mod gpu_device_fit;
+pub mod gpu_fragmentation;
 pub mod gpu_model;
 pub mod gpu_node_avoidance;
+pub mod gpu_slice_packing;
 pub mod helper;
 pub mod inter_pod_affinity;
 pub mod maintenance;
@@ -74,6 +78,10 @@ pub fn registry() -> Registry {
     r.register(resource_headroom::NAME, resource_headroom::new);
     r.register(disk_type::NAME, disk_type::new);
     r.register(cel_rules::NAME, cel_rules::new);
+    r.register(gpu_device_fit::NAME, gpu_device_fit::new);
+    r.register(gpu_fragmentation::NAME, gpu_fragmentation::new);
+    r.register(gpu_binpack::NAME, gpu_binpack::new);
+    r.register(gpu_slice_packing::NAME, gpu_slice_packing::new);
     r
 }
 
@@ -81,7 +89,9 @@ pub fn registry() -> Registry {
 /// that reject whole classes of nodes run first; kube-scheduler's scores
 /// keep their ratios, scaled by 1/10 to sit beside the policy weights.
 /// NodeResourcesFit filters but does not score (weight 0): ResourceHeadroom
-/// is the article's version of its LeastAllocated score.
+/// is the article's version of its LeastAllocated score. The GPU placement
+/// scores (one of them acts per pod, by the profile's `gpuPlacement` and
+/// the request) weigh more than headroom and less than the GPU model.
 pub fn default_plugins() -> Vec<DefaultPlugin> {
     let p = |name, weight| DefaultPlugin { name, weight };
     vec![
@@ -98,6 +108,7 @@ pub fn default_plugins() -> Vec<DefaultPlugin> {
         p(node_affinity::NAME, 0.2),
         p(node_ports::NAME, 1.0),
         p(node_resources_fit::NAME, 0.0),
+        p(gpu_device_fit::NAME, 1.0),
         p(volume_restrictions::NAME, 1.0),
         p(node_volume_limits::NAME, 1.0),
         p(volume_binding::NAME, 1.0),
@@ -109,6 +120,9 @@ pub fn default_plugins() -> Vec<DefaultPlugin> {
         p(balanced_allocation::NAME, 0.1),
         p(zone_spread::NAME, 0.3),
         p(gpu_model::NAME, 0.4),
+        p(gpu_fragmentation::NAME, GPU_PLACEMENT_WEIGHT),
+        p(gpu_binpack::NAME, GPU_PLACEMENT_WEIGHT),
+        p(gpu_slice_packing::NAME, GPU_PLACEMENT_WEIGHT),
         p(gpu_node_avoidance::NAME, 0.4),
         p(resource_headroom::NAME, 0.3),
         p(disk_type::NAME, 0.1),
@@ -116,6 +130,10 @@ pub fn default_plugins() -> Vec<DefaultPlugin> {
         p(default_binder::NAME, 1.0),
     ]
 }
+
+/// Weight of the GPU placement scores: above ResourceHeadroom (0.3),
+/// below GpuModel (0.4).
+pub const GPU_PLACEMENT_WEIGHT: f64 = 0.35;
 
 /// kube-scheduler's default plugins (all but ImageLocality and
 /// DynamicResources), in its order, with its score weights.
@@ -166,6 +184,9 @@ mod tests {
                 ("NodeResourcesBalancedAllocation", 0.1),
                 ("ZoneSpread", 0.3),
                 ("GpuModel", 0.4),
+                ("GpuFragmentation", 0.35),
+                ("GpuBinpack", 0.35),
+                ("GpuSlicePacking", 0.35),
                 ("GpuNodeAvoidance", 0.4),
                 ("ResourceHeadroom", 0.3),
                 ("DiskType", 0.1),
@@ -185,6 +206,7 @@ mod tests {
                 "NodeAffinity",
                 "NodePorts",
                 "NodeResourcesFit",
+                "GpuDeviceFit",
                 "VolumeRestrictions",
                 "NodeVolumeLimits",
                 "VolumeBinding",

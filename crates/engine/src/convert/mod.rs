@@ -63,7 +63,7 @@ pub(super) fn required(path: impl Into<String>, detail: &str) -> ConvertError {
 }
 
 /// `bad` is already rendered (quoted string, number or JSON).
-pub(super) fn invalid(path: impl Into<String>, bad: impl Display, detail: &str) -> ConvertError {
+pub(crate) fn invalid(path: impl Into<String>, bad: impl Display, detail: &str) -> ConvertError {
     ConvertError { path: path.into(), message: format!("Invalid value: {bad}: {detail}") }
 }
 

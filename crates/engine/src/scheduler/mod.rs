@@ -201,7 +201,7 @@ impl Scheduler {
             by_name,
             profiles,
             plugin_events,
-            cache: Cache::with_facts(cfg.node_facts.clone()),
+            cache: Cache::for_config(cfg),
             fact_warnings: HashSet::new(),
             new_warnings: Vec::new(),
             snapshot: Snapshot::new(),
@@ -387,6 +387,7 @@ impl Scheduler {
             self.fire(ClusterEvent::new(EventResource::UnscheduledPod, EventAction::Update), now);
         } else {
             let member = pod.group_key().map(|key| (key, pod.uid.clone()));
+            self.cache.observe_shape(&pod);
             self.queue.add(pod, now);
             if let Some((key, uid)) = member {
                 self.joined_queue(&key, &uid, now);
@@ -644,6 +645,7 @@ impl Scheduler {
         state.set_node_selector(profile.node_selector.clone());
         state.set_nominated(self.nominated());
         state.set_held(self.holds.index());
+        state.write(profile.gpu_placement);
         let decision = self.algorithm.schedule(&profile, &mut state, &qp.pod, &self.snapshot);
         let mut record = decision.record;
         let mut qp = qp;
@@ -721,6 +723,7 @@ impl Scheduler {
         let mut assumed = pod.clone();
         assumed.node_name = Some(node.to_string());
         assumed.nominated_node_name = None;
+        assumed.gpu_devices = crate::devices::assign(&self.snapshot, &assumed, node, profile.gpu_placement);
         let assumed = Arc::new(assumed);
         self.cache.assume_pod(assumed.clone()).map_err(|e| Status::error(e.to_string()))?;
         let mut reserved = Vec::new();
