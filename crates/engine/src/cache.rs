@@ -15,6 +15,7 @@ use thiserror::Error;
 use crate::config::Configuration;
 use crate::devices::{ShapeStats, TypicalShapes};
 use crate::disruption::Pdb;
+use crate::dra::{DeviceClass, DraObjects, PodAllocations, ResourceClaim, Slice};
 use crate::facts::{Cloud, FactWarning, FactsConfig, NodeFacts, service_identity};
 use crate::model::{LABEL_REGION, LABEL_ZONE, Labels, Node, Pod, PodRef};
 pub use crate::node_info::{FactCounts, NodeInfo, NodeSummary, NodeView};
@@ -83,6 +84,10 @@ pub struct Cache {
     /// Services' and controllers' selectors (default spreading).
     workloads: Arc<WorkloadSelectors>,
     workloads_generation: u64,
+    /// ResourceSlices, DeviceClasses and ResourceClaims, with assumed
+    /// allocations.
+    dra: Arc<DraObjects>,
+    dra_generation: u64,
     /// The pod shapes seen, for the GPU fragmentation measure.
     shapes: ShapeStats,
     shapes_generation: u64,
@@ -294,6 +299,110 @@ impl Cache {
         }
     }
 
+    fn dra_mut(&mut self) -> &mut DraObjects {
+        self.dra_generation += 1;
+        Arc::make_mut(&mut self.dra)
+    }
+
+    pub fn dra(&self) -> &DraObjects {
+        &self.dra
+    }
+
+    pub fn upsert_slice(&mut self, slice: Slice) {
+        let nodes = self.dra_mut().upsert_slice(slice);
+        self.refresh_dra_gpus(&nodes);
+    }
+
+    pub fn remove_slice(&mut self, name: &str) {
+        let nodes = self.dra_mut().remove_slice(name);
+        self.refresh_dra_gpus(&nodes);
+    }
+
+    pub fn upsert_device_class(&mut self, class: DeviceClass) {
+        self.dra_mut().upsert_class(class);
+    }
+
+    pub fn remove_device_class(&mut self, name: &str) {
+        self.dra_mut().remove_class(name);
+    }
+
+    pub fn upsert_resource_claim(&mut self, claim: ResourceClaim) {
+        let nodes = self.dra_mut().upsert_claim(claim);
+        self.refresh_dra_gpus(&nodes);
+    }
+
+    pub fn remove_resource_claim(&mut self, namespace: &str, name: &str) {
+        let nodes = self.dra_mut().remove_claim(namespace, name);
+        self.refresh_dra_gpus(&nodes);
+    }
+
+    /// Assumes a decision's claim allocations and reservations (see
+    /// [`DraObjects::assume`]).
+    pub fn assume_claims(&mut self, pod_uid: &str, decisions: &PodAllocations) {
+        let nodes = self.dra_mut().assume(pod_uid, decisions);
+        self.refresh_dra_gpus(&nodes);
+    }
+
+    /// Undoes them (the binding failed).
+    pub fn forget_claims(&mut self, pod_uid: &str) {
+        if self.dra.has_assumed(pod_uid) {
+            let nodes = self.dra_mut().forget(pod_uid);
+            self.refresh_dra_gpus(&nodes);
+        }
+    }
+
+    /// Keeps them (the claims were written).
+    pub fn confirm_claims(&mut self, pod_uid: &str) {
+        if self.dra.has_assumed(pod_uid) {
+            self.dra_mut().confirm(pod_uid);
+        }
+    }
+
+    /// Lays out again the GPU devices of `nodes` from their DRA slices, with
+    /// the devices their allocated claims take; their GPU model fact is
+    /// the slices' when no label names one.
+    fn refresh_dra_gpus(&mut self, nodes: &[String]) {
+        for name in nodes {
+            let Some(info) = self.nodes.get(name) else { continue };
+            let layout = self.dra.gpu_layout(name, &self.facts_config.dra_gpu_drivers);
+            if layout.is_none() && !info.gpus.is_dra() {
+                continue;
+            }
+            let held: Vec<(String, crate::devices::DeviceSet)> = match &layout {
+                None => Vec::new(),
+                Some(l) => self
+                    .dra
+                    .claims_on(name)
+                    .filter_map(|c| {
+                        let a = c.allocation.as_ref()?;
+                        let set: crate::devices::DeviceSet = a
+                            .devices
+                            .iter()
+                            .filter(|d| !d.admin_access)
+                            .filter_map(|d| l.devices.iter().position(|x| *x == d.id))
+                            .collect();
+                        (!set.is_empty()).then(|| (c.uid.clone(), set))
+                    })
+                    .collect(),
+            };
+            let model = self.dra_model(name, layout.as_ref());
+            let info = self.touch(name);
+            info.set_dra_gpus(layout.as_ref(), &held);
+            info.facts.gpu_model = model;
+        }
+    }
+
+    /// The GPU model of a node: its labels' (as node facts read them), or
+    /// else its DRA slices'.
+    fn dra_model(&self, node: &str, layout: Option<&crate::dra::GpuLayout>) -> Option<Arc<str>> {
+        let from_labels = self.nodes.get(node).and_then(|i| NodeFacts::of(&i.node, &self.facts_config).0.gpu_model);
+        from_labels.or_else(|| {
+            let l = layout?;
+            let m = l.model.as_deref()?;
+            if l.model_is_product { self.facts_config.normalise_product(m).map(Arc::from) } else { Some(Arc::from(m)) }
+        })
+    }
+
     fn touch(&mut self, name: &str) -> &mut NodeInfo {
         self.generation += 1;
         let generation = self.generation;
@@ -344,6 +453,7 @@ impl Cache {
         let old_facts = std::mem::replace(&mut info.facts, facts.clone());
         info.set_node(node);
         info.has_node = true;
+        let dra_gpus = info.gpus.is_dra();
         // Service counts follow the node if its zone or cloud changed.
         if (&old_facts.zone, old_facts.cloud) != (&facts.zone, facts.cloud) {
             let pods = info.pods.clone();
@@ -354,6 +464,10 @@ impl Cache {
         }
         if set_changed {
             self.node_set_generation += 1;
+        }
+        // GPUs published through DRA, and their model when no label names it.
+        if dra_gpus || self.dra.gpu_layout(&name, &self.facts_config.dra_gpu_drivers).is_some() {
+            self.refresh_dra_gpus(std::slice::from_ref(&name));
         }
         warnings
     }
@@ -520,6 +634,10 @@ impl Cache {
             snap.workloads = self.workloads.clone();
             snap.workloads_generation = self.workloads_generation;
         }
+        if snap.dra_generation != self.dra_generation {
+            snap.dra = self.dra.clone();
+            snap.dra_generation = self.dra_generation;
+        }
     }
 
     fn rebuild_snapshot(&self, snap: &mut Snapshot) {
@@ -627,12 +745,14 @@ pub struct Snapshot {
     pdbs: Arc<Vec<Pdb>>,
     volumes: Arc<VolumeObjects>,
     workloads: Arc<WorkloadSelectors>,
+    dra: Arc<DraObjects>,
     generation: u64,
     node_set_generation: u64,
     namespaces_generation: u64,
     pdbs_generation: u64,
     volumes_generation: u64,
     workloads_generation: u64,
+    dra_generation: u64,
     /// The typical GPU pod shapes (from the cache's `ShapeStats`).
     gpu_shapes: Arc<TypicalShapes>,
     /// The cache's shapes generation copied; None before the first update.
@@ -709,6 +829,10 @@ impl Snapshot {
     }
 
     /// The same, shared, for plugin state that outlives the borrow.
+    pub fn dra(&self) -> &Arc<DraObjects> {
+        &self.dra
+    }
+
     pub fn volumes_arc(&self) -> &Arc<VolumeObjects> {
         &self.volumes
     }

@@ -60,6 +60,15 @@ pub struct FactsConfig {
     /// Reasons of Warning Events on a Node that signal a hardware alert.
     #[serde(default)]
     pub hardware_alert_event_reasons: Vec<String>,
+    /// DRA drivers whose devices are GPUs: a node's ResourceSlices of these
+    /// drivers lay out its GPU devices (docs/POLICIES.md, "Dynamic Resource
+    /// Allocation").
+    #[serde(default = "default_dra_gpu_drivers")]
+    pub dra_gpu_drivers: Vec<String>,
+}
+
+fn default_dra_gpu_drivers() -> Vec<String> {
+    vec!["gpu.nvidia.com".into()]
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,6 +109,7 @@ impl Default for FactsConfig {
             gpu_models: default_gpu_models(),
             hardware_alert_conditions: Vec::new(),
             hardware_alert_event_reasons: Vec::new(),
+            dra_gpu_drivers: default_dra_gpu_drivers(),
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod config;
 pub mod convert;
 pub mod devices;
 pub mod disruption;
+pub mod dra;
 pub mod explain;
 pub mod extender;
 pub mod facts;

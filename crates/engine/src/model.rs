@@ -335,6 +335,11 @@ pub struct Pod {
     pub running: bool,
     /// The volumes the volume plugins look at (claims, inline disks).
     pub volumes: Vec<crate::volumes::PodVolume>,
+    /// `spec.resourceClaims`: the DRA claims the pod uses.
+    pub resource_claims: Vec<crate::dra::PodClaim>,
+    /// `status.resourceClaimStatuses`: the claim made from each template
+    /// entry (None: none was needed).
+    pub claim_statuses: Vec<(String, Option<String>)>,
     /// What the pod asks of GPUs (whole, a share, slices; models), read
     /// from its requests and annotations by conversion.
     pub gpu: GpuRequest,

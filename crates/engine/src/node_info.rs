@@ -12,7 +12,7 @@
 use std::num::NonZeroU64;
 use std::ops::Deref;
 
-use crate::devices::{GPU_SHARED_RESOURCE, MIG_RESOURCE_PREFIX, NodeGpus};
+use crate::devices::{DeviceSet, GPU_SHARED_RESOURCE, MIG_RESOURCE_PREFIX, NodeGpus};
 use crate::facts::{Cloud, GPU_RESOURCE, NodeFacts};
 use crate::model::{HostPort, Node, PodRef, TaintEffect};
 use crate::resources::Resources;
@@ -91,6 +91,21 @@ impl NodeInfo {
             }
         }
         self.node = node;
+    }
+
+    /// Lays the GPU devices out again: from DRA slices (`layout`), with
+    /// the whole devices allocated claims hold, or from the allocatable.
+    pub fn set_dra_gpus(&mut self, layout: Option<&crate::dra::GpuLayout>, held: &[(String, DeviceSet)]) {
+        self.gpus = match layout {
+            Some(l) => NodeGpus::dra(l.devices.len(), l.memory_mib),
+            None => NodeGpus::of(&self.node),
+        };
+        for p in &self.pods {
+            self.gpus.add_pod(p);
+        }
+        for (holder, devices) in held {
+            self.gpus.hold(holder, *devices);
+        }
     }
 
     /// Removes the pod with `uid`; returns it if it was here.

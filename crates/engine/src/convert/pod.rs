@@ -117,6 +117,8 @@ pub fn pod_from_k8s(p: &corev1::Pod) -> Result<model::Pod, ConvertError> {
         start_time: status.and_then(|s| s.start_time.as_ref()).and_then(|t| u64::try_from(t.0.as_millisecond()).ok()),
         running: status.and_then(|s| s.phase.as_deref()) == Some("Running"),
         volumes: super::volumes::pod_volumes(&name, spec),
+        resource_claims: super::dra::pod_claims(spec)?,
+        claim_statuses: super::dra::claim_statuses(p.status.as_ref()),
         scheduler_name: non_empty(spec.scheduler_name.as_ref()).unwrap_or_else(|| DEFAULT_SCHEDULER_NAME.to_string()),
         priority,
         node_name: non_empty(spec.node_name.as_ref()),

@@ -22,6 +22,8 @@ pub struct NodeGpus {
     /// MiB per device, from the node label `nvidia.com/gpu.memory`.
     memory_mib: Option<u64>,
     allocations: Vec<Allocation>,
+    /// Laid out from the node's DRA slices, not from its allocatable.
+    from_dra: bool,
 }
 
 /// What one pod took.
@@ -49,11 +51,44 @@ impl NodeGpus {
             free_memory: memory_mib.map_or_else(Vec::new, |m| vec![m as i64; count]),
             memory_mib,
             allocations: Vec::new(),
+            from_dra: false,
         }
+    }
+
+    /// `count` free devices published through DRA (see [`crate::dra`]):
+    /// the node's allocatable does not change them.
+    pub fn dra(count: usize, memory_mib: Option<u64>) -> NodeGpus {
+        NodeGpus { from_dra: true, ..NodeGpus::new(count, memory_mib) }
+    }
+
+    pub fn is_dra(&self) -> bool {
+        self.from_dra
+    }
+
+    /// Marks whole `devices` taken by `holder` (a DRA claim's uid): what
+    /// an allocated claim takes, once however many pods share it.
+    pub fn hold(&mut self, holder: &str, devices: DeviceSet) {
+        let devices = devices.below(self.count());
+        let memory = self.memory_mib.map_or(0, |m| m as i64);
+        for i in devices.iter() {
+            self.free_milli[i] -= MILLI_PER_GPU as i32;
+            if let Some(m) = self.free_memory.get_mut(i) {
+                *m -= memory;
+            }
+        }
+        self.allocations.push(Allocation {
+            uid: Arc::from(holder),
+            devices,
+            milli: MILLI_PER_GPU as i32,
+            memory_mib: memory,
+        });
     }
 
     /// Whether `node` has other devices than these (count or memory).
     pub fn differs_from(&self, node: &Node) -> bool {
+        if self.from_dra {
+            return false;
+        }
         let count = node.allocatable.scalar(GPU_RESOURCE).clamp(0, MAX_DEVICES as i64) as usize;
         count != self.count() || gpu_memory_label(&node.labels).ok().flatten() != self.memory_mib
     }
