@@ -153,7 +153,8 @@ impl Cache {
 
     /// A cache that reads node facts with `facts_config`.
     pub fn with_facts(facts_config: FactsConfig) -> Self {
-        Cache { node_set_generation: 1, facts_config, ..Default::default() }
+        let dra = Arc::new(DraObjects::with_gpu_drivers(&facts_config.dra_gpu_drivers));
+        Cache { node_set_generation: 1, facts_config, dra, ..Default::default() }
     }
 
     /// A cache for `cfg`: its node facts and GPU shapes settings.
@@ -161,6 +162,7 @@ impl Cache {
         Cache {
             node_set_generation: 1,
             facts_config: cfg.node_facts.clone(),
+            dra: Arc::new(DraObjects::with_gpu_drivers(&cfg.node_facts.dra_gpu_drivers)),
             shapes: ShapeStats::new(cfg.gpu_shapes.clone()),
             ..Default::default()
         }
@@ -364,7 +366,7 @@ impl Cache {
     fn refresh_dra_gpus(&mut self, nodes: &[String]) {
         for name in nodes {
             let Some(info) = self.nodes.get(name) else { continue };
-            let layout = self.dra.gpu_layout(name, &self.facts_config.dra_gpu_drivers);
+            let layout = self.dra.gpu_layout(name);
             if layout.is_none() && !info.gpus.is_dra() {
                 continue;
             }
@@ -466,7 +468,7 @@ impl Cache {
             self.node_set_generation += 1;
         }
         // GPUs published through DRA, and their model when no label names it.
-        if dra_gpus || self.dra.gpu_layout(&name, &self.facts_config.dra_gpu_drivers).is_some() {
+        if dra_gpus || self.dra.gpu_layout(&name).is_some() {
             self.refresh_dra_gpus(std::slice::from_ref(&name));
         }
         warnings

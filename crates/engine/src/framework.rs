@@ -232,6 +232,15 @@ impl CycleState {
         self.skip_post_filter = skip;
     }
 
+    /// The pod's GPU request as the GPU policies see it: its own, or else
+    /// the GPUs its DRA claims ask for.
+    pub fn pod_gpu<'a>(&'a self, pod: &'a Pod) -> &'a crate::devices::GpuRequest {
+        match self.read::<crate::devices::ClaimedGpus>() {
+            Some(c) if !pod.gpu.wants_gpu() => &c.0,
+            _ => &pod.gpu,
+        }
+    }
+
     pub fn write<T: Any + Send + Sync>(&mut self, value: T) {
         let id = TypeId::of::<T>();
         match self.entries.iter_mut().find(|(t, _)| *t == id) {

@@ -195,6 +195,7 @@ impl NodeSummary {
             has_hard_taints: taints.iter().any(|t| t.effect != TaintEffect::PreferNoSchedule),
             has_prefer_no_schedule_taints: taints.iter().any(|t| t.effect == TaintEffect::PreferNoSchedule),
             has_gpus: alloc.scalar(GPU_RESOURCE) > 0
+                || (info.gpus.is_dra() && info.gpus.count() > 0)
                 || alloc
                     .scalars()
                     .iter()

@@ -50,7 +50,7 @@ impl PreScorePlugin for GpuBinpack {
     fn pre_score(&self, state: &mut CycleState, pod: &Pod, nodes: NodeList<'_>) -> Status {
         let placement = state.read::<GpuPlacement>().copied().unwrap_or_default();
         let skip = placement == GpuPlacement::Fragmentation
-            || !pod.gpu.wants_devices()
+            || !state.pod_gpu(pod).wants_devices()
             || nodes.snapshot().fact_counts().gpus == 0;
         state.write(Spread(placement == GpuPlacement::Spread));
         skip_if(skip)
@@ -66,7 +66,7 @@ impl ScorePlugin for GpuBinpack {
         if capacity == 0 {
             return Ok(0);
         }
-        let free_after = (node.gpu_state().free_total() - pod.gpu.total_milli() as i64).max(0);
+        let free_after = (node.gpu_state().free_total() - state.pod_gpu(pod).total_milli() as i64).max(0);
         let used = (capacity - free_after) * MAX_NODE_SCORE / capacity;
         Ok(if *spread { MAX_NODE_SCORE - used } else { used })
     }

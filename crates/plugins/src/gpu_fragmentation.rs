@@ -115,7 +115,7 @@ impl PreScorePlugin for GpuFragmentation {
         let shapes = nodes.snapshot().gpu_shapes();
         let skip = placement != GpuPlacement::Fragmentation
             || nodes.snapshot().fact_counts().gpus == 0
-            || matches!(pod.gpu.kind, GpuKind::Slices { .. })
+            || matches!(state.pod_gpu(pod).kind, GpuKind::Slices { .. })
             || shapes.is_empty();
         if !skip {
             state.write(Shapes(shapes.clone()));
@@ -135,12 +135,12 @@ struct Effect {
 }
 
 impl GpuFragmentation {
-    fn effect(&self, shapes: &TypicalShapes, pod: &Pod, node: &NodeView<'_>) -> Effect {
+    fn effect(&self, shapes: &TypicalShapes, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Effect {
         let s = node.gpu_state();
         Effect {
             before: shapes.measure(self.measure, &s),
-            placed: least_fragmenting(self.measure, &s, &pod.gpu, pod.requests.milli_cpu, shapes),
-            free_after: (s.free_total() - pod.gpu.total_milli() as i64).max(0),
+            placed: least_fragmenting(self.measure, &s, state.pod_gpu(pod), pod.requests.milli_cpu, shapes),
+            free_after: (s.free_total() - state.pod_gpu(pod).total_milli() as i64).max(0),
         }
     }
 }
@@ -153,7 +153,7 @@ impl ScorePlugin for GpuFragmentation {
         if !node.summary().has_gpus {
             return Ok(0);
         }
-        let e = self.effect(shapes, pod, node);
+        let e = self.effect(shapes, state, pod, node);
         // Does not fit (GpuDeviceFit disabled): as if all its free GPU became a fragment.
         let after = e.placed.map_or(e.before + node.gpus.free_total() as f64, |(_, f)| f);
         let removed = (e.before - after).round() as i64;
@@ -188,7 +188,7 @@ impl ScorePlugin for GpuFragmentation {
     /// The node's fragmentation before and after the pod, and its devices.
     fn explain(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Vec<(String, String)> {
         let Some(Shapes(shapes)) = state.read::<Shapes>() else { return Vec::new() };
-        let e = self.effect(shapes, pod, node);
+        let e = self.effect(shapes, state, pod, node);
         let free = node.gpus.free_total();
         let mut out = vec![("fragmentation".to_string(), format!("{:.0}/{free}", e.before))];
         if let Some((devices, after)) = e.placed {

@@ -124,7 +124,7 @@ impl PreScorePlugin for GpuModel {
     /// Skips pods without GPUs, and clusters without GPU nodes (every node
     /// would score 0; the pod cannot fit anyway).
     fn pre_score(&self, state: &mut CycleState, pod: &Pod, nodes: NodeList<'_>) -> Status {
-        if !pod.gpu.wants_gpu() || nodes.snapshot().fact_counts().gpus == 0 {
+        if !state.pod_gpu(pod).wants_gpu() || nodes.snapshot().fact_counts().gpus == 0 {
             return Status::skip();
         }
         state.write(Preferred(self.preferred(pod).clone()));

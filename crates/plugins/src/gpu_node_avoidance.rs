@@ -40,8 +40,8 @@ impl Plugin for GpuNodeAvoidance {
 impl PreScorePlugin for GpuNodeAvoidance {
     /// GPU pods are GpuModel's business; without GPU nodes every node
     /// would score 100.
-    fn pre_score(&self, _state: &mut CycleState, pod: &Pod, nodes: NodeList<'_>) -> Status {
-        skip_if(pod.gpu.wants_gpu() || nodes.snapshot().fact_counts().gpus == 0)
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, nodes: NodeList<'_>) -> Status {
+        skip_if(state.pod_gpu(pod).wants_gpu() || nodes.snapshot().fact_counts().gpus == 0)
     }
 }
 

@@ -13,6 +13,7 @@ pub mod cloud_boundary;
 pub mod default_binder;
 pub mod default_preemption;
 pub mod disk_type;
+pub mod dynamic_resources;
 pub mod gpu_binpack;
 pub mod gpu_device_fit;
 pub mod gpu_fragmentation;
@@ -60,6 +61,7 @@ pub fn registry() -> Registry {
     r.register(node_volume_limits::NAME, node_volume_limits::new);
     r.register(volume_binding::NAME, volume_binding::new);
     r.register(volume_zone::NAME, volume_zone::new);
+    r.register(dynamic_resources::NAME, dynamic_resources::new);
     r.register(pod_topology_spread::NAME, pod_topology_spread::new);
     r.register(inter_pod_affinity::NAME, inter_pod_affinity::new);
     r.register(balanced_allocation::NAME, balanced_allocation::new);
@@ -113,6 +115,7 @@ pub fn default_plugins() -> Vec<DefaultPlugin> {
         p(node_volume_limits::NAME, 1.0),
         p(volume_binding::NAME, 1.0),
         p(volume_zone::NAME, 1.0),
+        p(dynamic_resources::NAME, 0.2),
         p(reservation_buffer::NAME, 1.0),
         p(cloud_boundary::NAME, 1.0),
         p(pod_topology_spread::NAME, 0.2),
@@ -135,8 +138,8 @@ pub fn default_plugins() -> Vec<DefaultPlugin> {
 /// below GpuModel (0.4).
 pub const GPU_PLACEMENT_WEIGHT: f64 = 0.35;
 
-/// kube-scheduler's default plugins (all but ImageLocality and
-/// DynamicResources), in its order, with its score weights.
+/// kube-scheduler's default plugins (all but ImageLocality), in its
+/// order, with its score weights.
 pub fn standard_plugins() -> Vec<DefaultPlugin> {
     let p = |name, weight| DefaultPlugin { name, weight };
     vec![
@@ -154,6 +157,7 @@ pub fn standard_plugins() -> Vec<DefaultPlugin> {
         p(volume_zone::NAME, 1.0),
         p(pod_topology_spread::NAME, 2.0),
         p(inter_pod_affinity::NAME, 2.0),
+        p(dynamic_resources::NAME, 2.0),
         p(balanced_allocation::NAME, 1.0),
         p(default_preemption::NAME, 1.0),
         p(default_binder::NAME, 1.0),
@@ -179,6 +183,7 @@ mod tests {
                 ("NodeHealth", 1.0),
                 ("TaintToleration", 0.3),
                 ("NodeAffinity", 0.2),
+                ("DynamicResources", 0.2),
                 ("PodTopologySpread", 0.2),
                 ("InterPodAffinity", 0.2),
                 ("NodeResourcesBalancedAllocation", 0.1),
@@ -211,6 +216,7 @@ mod tests {
                 "NodeVolumeLimits",
                 "VolumeBinding",
                 "VolumeZone",
+                "DynamicResources",
                 "ReservationBuffer",
                 "CloudBoundary",
                 "PodTopologySpread",
@@ -255,6 +261,7 @@ mod tests {
                 ("NodeResourcesFit", 1.0),
                 ("PodTopologySpread", 2.0),
                 ("InterPodAffinity", 2.0),
+                ("DynamicResources", 2.0),
                 ("NodeResourcesBalancedAllocation", 1.0),
             ]
         );
@@ -273,7 +280,8 @@ mod tests {
                 "VolumeBinding",
                 "VolumeZone",
                 "PodTopologySpread",
-                "InterPodAffinity"
+                "InterPodAffinity",
+                "DynamicResources"
             ]
         );
         assert_eq!(p.bind.len(), 1);

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 pub use frag::{GpuState, choose_devices, cluster_fragmentation};
 pub use index::DeviceSet;
 pub use node::NodeGpus;
-pub use request::{GpuKind, GpuModels, GpuRequest};
+pub use request::{ClaimedGpus, GpuKind, GpuModels, GpuRequest};
 pub use shapes::{GpuShapesConfig, ShapeStats, TypicalShapes};
 
 /// A pod's share of one GPU, in thousandths of it (1–1000).

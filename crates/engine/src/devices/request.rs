@@ -392,3 +392,10 @@ mod tests {
         );
     }
 }
+
+/// The GPUs a pod's DRA claims ask for, as a request (whole GPUs): what
+/// DynamicResources writes in the cycle state for the GPU policies when
+/// the pod asks for none the classic way. Read with
+/// [`CycleState::pod_gpu`](crate::framework::CycleState::pod_gpu).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimedGpus(pub GpuRequest);

@@ -40,6 +40,9 @@ pub struct DraObjects {
     slices: HashMap<String, Arc<Slice>>,
     /// Slices local to each node (`nodeName`), by name.
     by_node: HashMap<String, BTreeSet<String>>,
+    /// Slices not local to one node (a node selector, all nodes, or per
+    /// device), by name.
+    shared: BTreeSet<String>,
     classes: HashMap<String, Arc<DeviceClass>>,
     claims: HashMap<String, Arc<ResourceClaim>>,
     /// Claims allocated on each node (their allocation names one node).
@@ -48,9 +51,36 @@ pub struct DraObjects {
     assumed: HashMap<String, Vec<Assumed>>,
     /// Bumped when slices or classes change.
     devices_generation: u64,
+    /// Drivers whose devices are GPUs (`nodeFacts.draGpuDrivers`).
+    gpu_drivers: Vec<String>,
 }
 
 impl DraObjects {
+    /// No objects; devices of `drivers` are GPUs.
+    pub fn with_gpu_drivers(drivers: &[String]) -> Self {
+        DraObjects { gpu_drivers: drivers.to_vec(), ..DraObjects::default() }
+    }
+
+    /// Whether `device` of `slice` is a whole GPU: of a GPU driver, with
+    /// no `type` or `type: gpu` (a MIG slice is not).
+    pub fn is_gpu(&self, slice: &Slice, device: &super::Device) -> bool {
+        self.gpu_drivers.iter().any(|d| **d == *slice.driver)
+            && match device.attribute(&slice.driver, ATTRIBUTE_TYPE) {
+                None => true,
+                Some(Attribute::String(t)) => t.eq_ignore_ascii_case("gpu"),
+                Some(_) => false,
+            }
+    }
+
+    /// Every whole GPU published, with its slice (current generations not
+    /// told apart: for judging what a class selects).
+    pub fn gpu_devices(&self) -> impl Iterator<Item = (&Arc<Slice>, &super::Device)> {
+        self.slices
+            .values()
+            .filter(|s| !s.unsupported)
+            .flat_map(|s| s.devices.iter().map(move |d| (s, d)))
+            .filter(|(s, d)| self.is_gpu(s, d))
+    }
     pub fn claim(&self, namespace: &str, name: &str) -> Option<&Arc<ResourceClaim>> {
         self.claims.get(&format!("{namespace}/{name}"))
     }
@@ -81,10 +111,15 @@ impl DraObjects {
     /// Adds or replaces a slice; returns the nodes whose local devices changed.
     pub fn upsert_slice(&mut self, slice: Slice) -> Vec<String> {
         let mut nodes = self.remove_slice(&slice.name);
-        if let Some(NodeScope::Node(n)) = &slice.scope {
-            self.by_node.entry(n.clone()).or_default().insert(slice.name.clone());
-            if !nodes.contains(n) {
-                nodes.push(n.clone());
+        match &slice.scope {
+            Some(NodeScope::Node(n)) => {
+                self.by_node.entry(n.clone()).or_default().insert(slice.name.clone());
+                if !nodes.contains(n) {
+                    nodes.push(n.clone());
+                }
+            }
+            _ => {
+                self.shared.insert(slice.name.clone());
             }
         }
         self.slices.insert(slice.name.clone(), Arc::new(slice));
@@ -106,8 +141,25 @@ impl DraObjects {
                 }
                 vec![n.clone()]
             }
-            _ => Vec::new(),
+            _ => {
+                self.shared.remove(name);
+                Vec::new()
+            }
         }
+    }
+
+    /// The slices whose devices `node` may reach: those local to it, and
+    /// the shared ones whose scope admits it (per-device scopes are left
+    /// to the caller), sorted by name.
+    pub fn slices_for(&self, node: &crate::model::Node) -> Vec<&Arc<Slice>> {
+        let local = self.by_node.get(&node.name).into_iter().flatten();
+        let mut out: Vec<&Arc<Slice>> = local
+            .chain(self.shared.iter())
+            .filter_map(|n| self.slices.get(n))
+            .filter(|s| s.scope.as_ref().is_none_or(|scope| scope.matches(node)))
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
     }
 
     pub fn upsert_class(&mut self, class: DeviceClass) {
@@ -242,12 +294,12 @@ impl DraObjects {
     /// The GPUs `node`'s local slices publish through one of `drivers`:
     /// the current generation of each pool, devices that are whole GPUs
     /// (no `type`, or `type: gpu`), at most [`MAX_DEVICES`].
-    pub fn gpu_layout(&self, node: &str, drivers: &[String]) -> Option<GpuLayout> {
+    pub fn gpu_layout(&self, node: &str) -> Option<GpuLayout> {
         let names = self.by_node.get(node)?;
         let slices: Vec<&Arc<Slice>> = names
             .iter()
             .filter_map(|n| self.slices.get(n))
-            .filter(|s| !s.unsupported && drivers.iter().any(|d| **d == *s.driver))
+            .filter(|s| !s.unsupported && self.gpu_drivers.iter().any(|d| **d == *s.driver))
             .collect();
         let newest = |s: &Slice| {
             slices.iter().filter(|o| o.driver == s.driver && o.pool == s.pool).all(|o| o.generation <= s.generation)
@@ -255,12 +307,7 @@ impl DraObjects {
         let mut devices = Vec::new();
         for s in slices.iter().filter(|s| newest(s)) {
             for d in &s.devices {
-                let whole = match d.attribute(&s.driver, ATTRIBUTE_TYPE) {
-                    None => true,
-                    Some(Attribute::String(t)) => t.eq_ignore_ascii_case("gpu"),
-                    Some(_) => false,
-                };
-                if whole {
+                if self.is_gpu(s, d) {
                     devices.push((
                         DeviceId { driver: s.driver.clone(), pool: s.pool.clone(), device: Arc::from(d.name.as_str()) },
                         s,
@@ -393,7 +440,7 @@ mod tests {
 
     #[test]
     fn gpu_layout_reads_the_newest_generation_in_device_order() {
-        let mut o = DraObjects::default();
+        let mut o = DraObjects::with_gpu_drivers(&["gpu.nvidia.com".into()]);
         assert_eq!(o.upsert_slice(slice("old", "n1", 1, vec![gpu("gpu-9", "t4")])), vec!["n1".to_string()]);
         o.upsert_slice(slice("s", "n1", 2, vec![gpu("gpu-1", "a100"), gpu("gpu-0", "a100")]));
         let mut mig = gpu("mig-0", "a100");
@@ -401,13 +448,15 @@ mod tests {
         let mut m = slice("m", "n1", 2, vec![mig]);
         m.pool = Arc::from("n1-mig");
         o.upsert_slice(m);
-        let l = o.gpu_layout("n1", &["gpu.nvidia.com".into()]).unwrap();
+        let l = o.gpu_layout("n1").unwrap();
         assert_eq!(l.devices, vec![id("n1", "gpu-0"), id("n1", "gpu-1")]);
         assert_eq!((l.memory_mib, l.model.as_deref(), l.model_is_product), (Some(40 * 1024), Some("a100"), false));
-        assert!(o.gpu_layout("n1", &["gpu.amd.com".into()]).is_none());
-        assert!(o.gpu_layout("n2", &["gpu.nvidia.com".into()]).is_none());
+        let mut amd = DraObjects::with_gpu_drivers(&["gpu.amd.com".into()]);
+        amd.upsert_slice(slice("s", "n1", 2, vec![gpu("gpu-0", "a100")]));
+        assert!(amd.gpu_layout("n1").is_none(), "not a GPU driver here");
+        assert!(o.gpu_layout("n2").is_none());
         assert_eq!(o.remove_slice("s"), vec!["n1".to_string()]);
-        assert_eq!(o.gpu_layout("n1", &["gpu.nvidia.com".into()]).unwrap().devices, vec![id("n1", "gpu-9")]);
+        assert_eq!(o.gpu_layout("n1").unwrap().devices, vec![id("n1", "gpu-9")]);
     }
 
     #[test]
