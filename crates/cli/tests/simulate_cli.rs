@@ -759,3 +759,47 @@ fn compare_with_an_html_report_renders_in_a_browser() {
         png.len()
     );
 }
+
+/// GPUs through DRA: claims from templates allocated on the nodes whose
+/// slices have the devices, a claim shared by two pods on one node, a job
+/// whose claim fits nowhere explained, and the allocation in `--explain`.
+#[test]
+fn dra_claims_are_allocated_shared_and_explained() {
+    let v = simulate_json(&["--explain", "ml/serve-0"], &["examples/dra-gpus.yaml"]);
+    let node = |pod: &str| {
+        placements(&v).iter().find(|p| p["pod"] == pod).unwrap_or_else(|| panic!("{pod} placed?"))["node"].clone()
+    };
+    let train = node("ml/train-0");
+    assert!(train == "a100-1" || train == "a100-2", "four A100s: {train}");
+    assert_eq!(node("ml/notebook-0"), node("ml/notebook-1"), "one shared claim, one node");
+    assert_ne!(node("ml/notebook-0"), Value::Null);
+    assert_eq!(node("ml/train-1"), Value::Null);
+    let reason = placements(&v).iter().find(|p| p["pod"] == "ml/train-1").unwrap()["reason"].as_str().unwrap();
+    assert!(reason.contains("cannot allocate all claims"), "{reason}");
+    let details = v["explain"]["nodes"][0]["details"].as_array().expect("details");
+    let claim = details.iter().find(|d| d["plugin"] == "DynamicResources").expect("the allocation is explained");
+    assert_eq!(claim["name"], "claim serve-0-gpu");
+    assert!(claim["value"].as_str().unwrap().contains("=gpu.nvidia.com/"), "{claim}");
+}
+
+/// A pod naming a ResourceClaimTemplate that does not exist: an error
+/// naming the pod's field, not a crash or a silent pending pod.
+#[test]
+fn a_missing_claim_template_is_named() {
+    let dir = std::env::temp_dir().join(format!("gs-dra-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("pod.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  schedulerName: gpu-scheduler\n  containers: [{name: c, image: i}]\n  resourceClaims: [{name: gpu, resourceClaimTemplateName: nope}]\n",
+    )
+    .unwrap();
+    let out = run(&["simulate", &file.to_string_lossy()]);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("spec.resourceClaims[0].resourceClaimTemplateName")
+            && out.stderr.contains("no ResourceClaimTemplate named \"nope\""),
+        "{}",
+        out.stderr
+    );
+}

@@ -7,16 +7,25 @@
 //! (`gpu-scheduler.io/gpu-index`): the API server copies a Binding's
 //! annotations onto the pod as it binds it, so the device plugin and a
 //! restarted scheduler read them from the pod, at no extra request.
+//!
+//! DRA claims are written before the binding (DynamicResources' PreBind),
+//! as kube-scheduler writes them: the delete-protection finalizer first
+//! when the decision allocates, then the status (allocation and the pod
+//! among `reservedFor`), each an update guarded by the resourceVersion
+//! and retried on a conflict, so a consumer another scheduler added in
+//! the meantime is never lost.
 
 use std::sync::Mutex;
 
 use std::time::Duration;
 
 use engine::devices::ANNOTATION_GPU_INDEX;
+use engine::dra::{CLAIM_FINALIZER, ClaimDecision, PodAllocations};
 use engine::framework::Binder;
 use engine::model::Pod;
 use engine::volumes::{ANNOTATION_SELECTED_NODE, PodVolumeBindings};
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference, ResourceClaimStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
@@ -159,6 +168,140 @@ impl Binder for ApiBinder {
             Ok(())
         })
     }
+
+    fn bind_claims(&self, pod: &Pod, claims: &PodAllocations) -> Result<(), String> {
+        let api: Api<ResourceClaim> = Api::namespaced(self.client.clone(), &pod.namespace);
+        self.runtime.block_on(async {
+            for d in &claims.claims {
+                write_claim(&api, d).await.map_err(|e| format!("writing resource claims: {e}"))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn unbind_claims(&self, pod: &Pod, claims: &PodAllocations) -> Result<(), String> {
+        let api: Api<ResourceClaim> = Api::namespaced(self.client.clone(), &pod.namespace);
+        self.runtime.block_on(async {
+            let mut first_error = None;
+            for d in claims.claims.iter().rev() {
+                if let Err(e) = unwrite_claim(&api, d).await {
+                    tracing::warn!(pod = %pod.key(), "undoing resource claims: {e}");
+                    first_error.get_or_insert(e);
+                }
+            }
+            first_error.map_or(Ok(()), Err)
+        })
+    }
+}
+
+/// Attempts at one claim update before giving up on conflicts.
+const CLAIM_UPDATE_ATTEMPTS: usize = 5;
+
+/// The consumer entry of a pod.
+fn consumer(d: &ClaimDecision) -> ResourceClaimConsumerReference {
+    ResourceClaimConsumerReference {
+        api_group: None,
+        resource: d.consumer.resource.clone(),
+        name: d.consumer.name.clone(),
+        uid: d.consumer.uid.clone(),
+    }
+}
+
+/// Writes one claim decision: the finalizer (when allocating), then the
+/// allocation and the pod as a consumer.
+async fn write_claim(api: &Api<ResourceClaim>, d: &ClaimDecision) -> Result<(), String> {
+    let key = d.key();
+    let fail = |e: kube::Error| format!("claim {key}: {e}");
+    for _ in 0..CLAIM_UPDATE_ATTEMPTS {
+        let mut claim = api.get(&d.name).await.map_err(fail)?;
+        if claim.metadata.uid.as_deref() != Some(d.uid.as_str()) {
+            return Err(format!("claim {key}: UID changed: it was deleted and created again"));
+        }
+        if claim.metadata.deletion_timestamp.is_some() {
+            return Err(format!("claim {key}: being deleted"));
+        }
+        let status = claim.status.get_or_insert_with(ResourceClaimStatus::default);
+        let reserved = status.reserved_for.get_or_insert_with(Vec::new);
+        let already = reserved.iter().any(|c| c.uid == d.consumer.uid);
+        if let Some(ours) = &d.allocation {
+            if status.allocation.is_some() {
+                if !already {
+                    return Err(format!("claim {key}: allocated by someone else in the meantime"));
+                }
+                return Ok(());
+            }
+            let finalizers = claim.metadata.finalizers.get_or_insert_with(Vec::new);
+            if !finalizers.iter().any(|f| f == CLAIM_FINALIZER) {
+                finalizers.push(CLAIM_FINALIZER.to_string());
+                match api.replace(&d.name, &PostParams::default(), &claim).await {
+                    Ok(_) => continue, // again with the new version
+                    Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                    Err(e) => return Err(fail(e)),
+                }
+            }
+            let status = claim.status.get_or_insert_with(ResourceClaimStatus::default);
+            status.allocation = Some(engine::convert::allocation_to_k8s(ours));
+            status.reserved_for.get_or_insert_with(Vec::new).push(consumer(d));
+        } else {
+            if already {
+                return Ok(());
+            }
+            if status.allocation.is_none() {
+                return Err(format!("claim {key}: deallocated in the meantime"));
+            }
+            reserved.push(consumer(d));
+        }
+        match api.replace_status(&d.name, &PostParams::default(), &claim).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 => continue,
+            Err(e) => return Err(fail(e)),
+        }
+    }
+    Err(format!("claim {key}: still conflicting after {CLAIM_UPDATE_ATTEMPTS} attempts"))
+}
+
+/// Undoes one claim decision: the pod out of `reservedFor`, and, when the
+/// decision allocated and no one else uses the claim, the allocation and
+/// the finalizer.
+async fn unwrite_claim(api: &Api<ResourceClaim>, d: &ClaimDecision) -> Result<(), String> {
+    let key = d.key();
+    let fail = |e: kube::Error| format!("claim {key}: {e}");
+    for _ in 0..CLAIM_UPDATE_ATTEMPTS {
+        let mut claim = match api.get(&d.name).await {
+            Ok(c) => c,
+            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+            Err(e) => return Err(fail(e)),
+        };
+        if claim.metadata.uid.as_deref() != Some(d.uid.as_str()) {
+            return Ok(());
+        }
+        let status = claim.status.get_or_insert_with(ResourceClaimStatus::default);
+        let reserved = status.reserved_for.get_or_insert_with(Vec::new);
+        let before = reserved.len();
+        reserved.retain(|c| c.uid != d.consumer.uid);
+        let deallocate = d.allocation.is_some() && reserved.is_empty() && status.allocation.is_some();
+        if deallocate {
+            status.allocation = None;
+        } else if reserved.len() == before {
+            return Ok(());
+        }
+        match api.replace_status(&d.name, &PostParams::default(), &claim).await {
+            Ok(updated) if deallocate => {
+                let mut claim = updated;
+                if let Some(f) = claim.metadata.finalizers.as_mut() {
+                    f.retain(|f| f != CLAIM_FINALIZER);
+                }
+                // A conflict here leaves the finalizer; the claim's owner
+                // removing it is harmless.
+                let _ = api.replace(&d.name, &PostParams::default(), &claim).await;
+                return Ok(());
+            }
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 => continue,
+            Err(e) => return Err(fail(e)),
+        }
+    }
+    Err(format!("claim {key}: still conflicting after {CLAIM_UPDATE_ATTEMPTS} attempts"))
 }
 
 /// How often PreBind looks whether the PV controller bound the claims.

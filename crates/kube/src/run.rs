@@ -122,7 +122,8 @@ pub async fn run(
              install deploy/crds/ and restart to schedule gangs"
         );
     }
-    let sources = watch::spawn_all(&clients.main, &names, keep, podgroups, tx.clone());
+    let dra = watch::dra_served(&clients.main).await;
+    let sources = watch::spawn_all(&clients.main, &names, keep, (podgroups, dra), tx.clone());
     let (reporter, report_worker) = Reporter::start(clients.events.clone(), clients.main.clone(), &options.instance);
 
     // Followers watch and keep their cache warm; only the leader decides.
@@ -379,6 +380,15 @@ impl Driver {
             Change::StorageClassDeleted(name) => self.sched.on_storage_class_delete(&name, now),
             Change::CsiNode(c) => self.sched.on_csi_node_upsert(*c, now),
             Change::CsiNodeDeleted(name) => self.sched.on_csi_node_delete(&name, now),
+            Change::Slice(s) => self.sched.on_slice_upsert(*s, now),
+            Change::SliceDeleted(name) => self.sched.on_slice_delete(&name, now),
+            Change::DeviceClass(c) => self.sched.on_device_class_upsert(*c, now),
+            Change::DeviceClassDeleted(name) => self.sched.on_device_class_delete(&name, now),
+            Change::ResourceClaim(c) => self.sched.on_resource_claim_upsert(*c, now),
+            Change::ResourceClaimDeleted(key) => {
+                let (ns, name) = key.split_once('/').unwrap_or(("", &key));
+                self.sched.on_resource_claim_delete(ns, name, now);
+            }
             Change::Service(key, selector) => {
                 let (ns, name) = key.split_once('/').unwrap_or(("", &key));
                 self.sched.on_service(ns, name, selector);

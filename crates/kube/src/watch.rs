@@ -1,6 +1,8 @@
 //! Watches: Nodes, Namespaces, pending Pods of our schedulerNames, bound
 //! Pods, PodDisruptionBudgets, the volume objects (claims, volumes, storage
-//! classes, CSINodes) and (when the CRD is served) PodGroups, each a kube-rs watcher whose objects are converted to the
+//! classes, CSINodes), the DRA objects (ResourceSlices, DeviceClasses,
+//! ResourceClaims, when `resource.k8s.io/v1` is served) and (when the CRD
+//! is served) PodGroups, each a kube-rs watcher whose objects are converted to the
 //! engine's model as they arrive (the API objects are not kept, which
 //! keeps memory to what scheduling reads) and sent to the scheduling
 //! thread as [`Change`]s, the one path into the cache.
@@ -21,6 +23,7 @@ use k8s_openapi::api::core::v1::{
     Namespace, Node as K8sNode, PersistentVolume, PersistentVolumeClaim, Pod as K8sPod, ReplicationController, Service,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -60,6 +63,13 @@ pub enum Change {
     Service(String, Option<engine::model::Labels>),
     /// A controller's selector: kind, `NAMESPACE/NAME`, selector (None: deleted).
     Controller(&'static str, String, Option<engine::model::LabelSelector>),
+    Slice(Box<engine::dra::Slice>),
+    SliceDeleted(String),
+    DeviceClass(Box<engine::dra::DeviceClass>),
+    DeviceClassDeleted(String),
+    ResourceClaim(Box<engine::dra::ResourceClaim>),
+    /// `NAMESPACE/NAME` of a deleted ResourceClaim.
+    ResourceClaimDeleted(String),
     /// A watch finished its first complete list.
     Synced(Source),
 }
@@ -81,6 +91,18 @@ pub enum Source {
     ReplicaSets,
     StatefulSets,
     ReplicationControllers,
+    ResourceSlices,
+    DeviceClasses,
+    ResourceClaims,
+}
+
+/// Whether the API server serves `resource.k8s.io/v1` (DRA, GA since
+/// Kubernetes 1.34); without it the DRA objects are not watched.
+pub async fn dra_served(client: &Client) -> bool {
+    match client.list_api_group_resources("resource.k8s.io/v1").await {
+        Ok(list) => list.resources.iter().any(|r| r.name == "resourceslices"),
+        Err(_) => false,
+    }
 }
 
 /// Pods in a terminal phase hold no resources, as in kube-scheduler.
@@ -92,12 +114,13 @@ const NOT_FINISHED: &str = "status.phase!=Succeeded,status.phase!=Failed";
 /// `keep` says whether pods and nodes keep their API objects (extenders are
 /// sent them); without extenders neither does, to save memory.
 /// `podgroups` says whether the PodGroup CRD is served (see
-/// [`crate::podgroup::served`]).
+/// [`crate::podgroup::served`]); `dra` whether `resource.k8s.io/v1` is
+/// (see [`dra_served`]).
 pub fn spawn_all<T>(
     client: &Client,
     scheduler_names: &[String],
     keep: (bool, bool),
-    podgroups: bool,
+    (podgroups, dra): (bool, bool),
     tx: mpsc::Sender<T>,
 ) -> Vec<Source>
 where
@@ -197,6 +220,18 @@ where
         });
         sources.push(Source::PodGroups);
     }
+    if dra {
+        spawn(Api::<ResourceSlice>::all(client.clone()), all(), Source::ResourceSlices, tx.clone(), |s| {
+            lenient("ResourceSlice", convert::slice_from_k8s(s), s).map(|s| Change::Slice(Box::new(s)))
+        });
+        spawn(Api::<DeviceClass>::all(client.clone()), all(), Source::DeviceClasses, tx.clone(), |c| {
+            lenient("DeviceClass", convert::device_class_from_k8s(c), c).map(|c| Change::DeviceClass(Box::new(c)))
+        });
+        spawn(Api::<ResourceClaim>::all(client.clone()), all(), Source::ResourceClaims, tx.clone(), |c| {
+            lenient("ResourceClaim", convert::resource_claim_from_k8s(c), c).map(|c| Change::ResourceClaim(Box::new(c)))
+        });
+        sources.extend([Source::ResourceSlices, Source::DeviceClasses, Source::ResourceClaims]);
+    }
     let names: HashSet<&String> = scheduler_names.iter().collect();
     for name in names {
         let pending =
@@ -253,10 +288,15 @@ fn key_of<K: Resource>(source: Source, obj: &K) -> String {
     let meta = obj.meta();
     match source {
         Source::PendingPods | Source::BoundPods => meta.uid.clone().unwrap_or_default(),
-        Source::Nodes | Source::Namespaces | Source::Volumes | Source::StorageClasses | Source::CsiNodes => {
-            meta.name.clone().unwrap_or_default()
-        }
+        Source::Nodes
+        | Source::Namespaces
+        | Source::Volumes
+        | Source::StorageClasses
+        | Source::CsiNodes
+        | Source::ResourceSlices
+        | Source::DeviceClasses => meta.name.clone().unwrap_or_default(),
         Source::PodGroups
+        | Source::ResourceClaims
         | Source::Pdbs
         | Source::Claims
         | Source::Services
@@ -283,6 +323,9 @@ fn gone(source: Source, key: String) -> Option<Change> {
         Source::ReplicaSets => Some(Change::Controller("ReplicaSet", key, None)),
         Source::StatefulSets => Some(Change::Controller("StatefulSet", key, None)),
         Source::ReplicationControllers => Some(Change::Controller("ReplicationController", key, None)),
+        Source::ResourceSlices => Some(Change::SliceDeleted(key)),
+        Source::DeviceClasses => Some(Change::DeviceClassDeleted(key)),
+        Source::ResourceClaims => Some(Change::ResourceClaimDeleted(key)),
         // The engine keeps namespace labels only for selectors; a deleted
         // namespace has no pods left to match.
         Source::Namespaces => None,

@@ -10,6 +10,7 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use serde::Deserialize;
@@ -57,6 +58,10 @@ pub enum Object {
     PersistentVolume(Box<PersistentVolume>),
     StorageClass(Box<StorageClass>),
     CsiNode(Box<CSINode>),
+    ResourceSlice(Box<ResourceSlice>),
+    DeviceClass(Box<DeviceClass>),
+    ResourceClaim(Box<ResourceClaim>),
+    ResourceClaimTemplate(Box<ResourceClaimTemplate>),
     /// Only its selector matters (default spreading).
     Service(Box<Service>),
 }
@@ -149,6 +154,18 @@ impl Manifests {
             ("storage.k8s.io/v1", "CSINode") => {
                 Object::CsiNode(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
             }
+            ("resource.k8s.io/v1", "ResourceSlice") => {
+                Object::ResourceSlice(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
+            }
+            ("resource.k8s.io/v1", "DeviceClass") => {
+                Object::DeviceClass(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
+            }
+            ("resource.k8s.io/v1", "ResourceClaim") => {
+                Object::ResourceClaim(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
+            }
+            ("resource.k8s.io/v1", "ResourceClaimTemplate") => {
+                Object::ResourceClaimTemplate(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
+            }
             (
                 _,
                 "Node"
@@ -159,7 +176,11 @@ impl Manifests {
                 | "ReplicaSet"
                 | "StatefulSet"
                 | "Job"
-                | "PodDisruptionBudget",
+                | "PodDisruptionBudget"
+                | "ResourceSlice"
+                | "DeviceClass"
+                | "ResourceClaim"
+                | "ResourceClaimTemplate",
             ) => {
                 return Err(field(
                     "apiVersion",

@@ -268,6 +268,7 @@ fn simulate_in_pool(
     let mut node_names: HashSet<String> = HashSet::new();
     let mut group_names: HashSet<String> = HashSet::new();
     let mut namespaces: HashSet<String> = HashSet::new();
+    let mut claim_templates: HashMap<String, engine::dra::ClaimTemplate> = HashMap::new();
     for (source, obj) in &manifests.objects {
         let field_err = |object: String, path: String, message: String| {
             SimError::Manifest(ManifestError::Field { at: source.clone(), object, path, message })
@@ -378,6 +379,34 @@ fn simulate_in_pool(
                 })?;
                 sched.on_csi_node_upsert(csi, now);
             }
+            Object::ResourceSlice(r) => {
+                let slice = convert::slice_from_k8s(r).map_err(|e| {
+                    field_err(format!("ResourceSlice {}", r.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
+                })?;
+                sched.on_slice_upsert(slice, now);
+            }
+            Object::DeviceClass(c) => {
+                let class = convert::device_class_from_k8s(c).map_err(|e| {
+                    field_err(format!("DeviceClass {}", c.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
+                })?;
+                sched.on_device_class_upsert(class, now);
+            }
+            Object::ResourceClaim(c) => {
+                let claim = convert::resource_claim_from_k8s(c).map_err(|e| {
+                    field_err(format!("ResourceClaim {}", c.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
+                })?;
+                sched.on_resource_claim_upsert(claim, now);
+            }
+            Object::ResourceClaimTemplate(t) => {
+                let template = convert::claim_template_from_k8s(t).map_err(|e| {
+                    field_err(
+                        format!("ResourceClaimTemplate {}", t.metadata.name.as_deref().unwrap_or("")),
+                        e.path,
+                        e.message,
+                    )
+                })?;
+                claim_templates.insert(format!("{}/{}", template.namespace, template.name), template);
+            }
             Object::PodDisruptionBudget(b) => {
                 let pdb = convert::pdb_from_k8s(b).map_err(|e| {
                     field_err(
@@ -436,6 +465,11 @@ fn simulate_in_pool(
         if let Some(sel) = &input.owner_selector {
             pod.owner_selector =
                 Some(convert::label_selector(sel, "spec.selector").map_err(|e| err(e.path, e.message))?);
+        }
+        for claim in claims_from_templates(&mut pod, &claim_templates)
+            .map_err(|(path, message)| err(format!("{}{path}", input.path), message))?
+        {
+            sched.on_resource_claim_upsert(claim, now);
         }
         converted.push(pod);
     }
@@ -633,4 +667,45 @@ fn usage(sched: &Scheduler) -> Vec<NodeUsage> {
             }
         })
         .collect()
+}
+
+/// The claims the controller-manager would make for `pod` from its
+/// templates (`<pod>-<claim>`, owned by the pod), recorded in the pod's
+/// status as the controller records them. A template that does not exist
+/// is an error naming the pod's field.
+fn claims_from_templates(
+    pod: &mut Pod,
+    templates: &HashMap<String, engine::dra::ClaimTemplate>,
+) -> Result<Vec<engine::dra::ResourceClaim>, (String, String)> {
+    let mut out = Vec::new();
+    let mut made = Vec::new();
+    for (i, pc) in pod.resource_claims.iter().enumerate() {
+        let engine::dra::ClaimSource::Template(t) = &pc.source else { continue };
+        if pod.claim_statuses.iter().any(|(n, _)| *n == pc.name) {
+            continue;
+        }
+        let Some(template) = templates.get(&format!("{}/{t}", pod.namespace)) else {
+            return Err((
+                format!("spec.resourceClaims[{i}].resourceClaimTemplateName"),
+                format!("no ResourceClaimTemplate named {t:?} in namespace {:?}", pod.namespace),
+            ));
+        };
+        let name = format!("{}-{}", pod.name, pc.name);
+        made.push((pc.name.clone(), Some(name.clone())));
+        out.push(engine::dra::ResourceClaim {
+            namespace: pod.namespace.clone(),
+            name: name.clone(),
+            uid: format!("{}-{}", pod.uid, pc.name),
+            requests: template.requests.clone(),
+            constraints: template.constraints.clone(),
+            config: template.config.clone(),
+            allocation: None,
+            reserved_for: Vec::new(),
+            terminating: false,
+            controller_uid: Some(pod.uid.clone()),
+            has_finalizer: false,
+        });
+    }
+    pod.claim_statuses.extend(made);
+    Ok(out)
 }

@@ -321,6 +321,56 @@ fn allocation(a: &resourcev1::AllocationResult) -> Result<Allocation, ConvertErr
     Ok(Allocation { devices: results, config, node_selector })
 }
 
+/// An allocation as the API writes it in a claim's `status.allocation`
+/// (the inverse of the conversion on arrival).
+pub fn allocation_to_k8s(a: &Allocation) -> resourcev1::AllocationResult {
+    let results = a
+        .devices
+        .iter()
+        .map(|d| resourcev1::DeviceRequestAllocationResult {
+            request: d.request.clone(),
+            driver: d.id.driver.to_string(),
+            pool: d.id.pool.to_string(),
+            device: d.id.device.to_string(),
+            admin_access: d.admin_access.then_some(true),
+            tolerations: (!d.tolerations.is_empty()).then(|| {
+                d.tolerations
+                    .iter()
+                    .map(|t| resourcev1::DeviceToleration {
+                        key: (!t.key.is_empty()).then(|| t.key.clone()),
+                        operator: Some(if t.exists { "Exists" } else { "Equal" }.to_string()),
+                        value: (!t.exists).then(|| t.value.clone()),
+                        effect: t.effect.map(|e| e.as_str().to_string()),
+                        toleration_seconds: None,
+                    })
+                    .collect()
+            }),
+            ..Default::default()
+        })
+        .collect();
+    let config: Vec<resourcev1::DeviceAllocationConfiguration> = a
+        .config
+        .iter()
+        .map(|c| resourcev1::DeviceAllocationConfiguration {
+            source: match c.source {
+                ConfigSource::Class => "FromClass",
+                ConfigSource::Claim => "FromClaim",
+            }
+            .to_string(),
+            requests: (!c.requests.is_empty()).then(|| c.requests.clone()),
+            opaque: serde_json::from_value((*c.config).clone()).ok(),
+        })
+        .collect();
+    resourcev1::AllocationResult {
+        devices: Some(resourcev1::DeviceAllocationResult {
+            results: Some(results),
+            config: (!config.is_empty()).then_some(config),
+        }),
+        node_selector: a.node_selector.as_ref().map(super::selectors::node_selector_to_k8s),
+        ..Default::default()
+    }
+}
+
 /// Converts a ResourceClaim.
 pub fn resource_claim_from_k8s(c: &resourcev1::ResourceClaim) -> Result<ResourceClaim, ConvertError> {
     let meta = &c.metadata;
@@ -554,5 +604,28 @@ status:
             crate::dra::claim_name(&waiting, &waiting.resource_claims[0]),
             Err("pod \"ml/p\": ResourceClaim not created yet".to_string())
         );
+    }
+
+    /// What the scheduler writes reads back as what it decided.
+    #[test]
+    fn allocations_round_trip_through_the_api_types() {
+        let a: resourcev1::AllocationResult = yaml(
+            r#"
+devices:
+  results:
+  - {request: gpu, driver: gpu.nvidia.com, pool: n1, device: gpu-0}
+  - {request: r/any, driver: gpu.nvidia.com, pool: n1, device: gpu-1, adminAccess: true,
+     tolerations: [{key: broken, operator: Exists, effect: NoSchedule}, {operator: Equal, key: k, value: v}]}
+  config:
+  - {source: FromClass, requests: [gpu], opaque: {driver: gpu.nvidia.com, parameters: {sharing: {strategy: TimeSlicing}}}}
+  - {source: FromClaim, opaque: {driver: gpu.nvidia.com, parameters: {x: 1}}}
+nodeSelector:
+  nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [n1]}]}]
+"#,
+        );
+        let ours = allocation(&a).unwrap();
+        let back = allocation_to_k8s(&ours);
+        assert_eq!(allocation(&back).unwrap(), ours);
+        assert_eq!(back, a);
     }
 }

@@ -28,7 +28,9 @@ use std::fmt::Display;
 
 use thiserror::Error;
 
-pub use dra::{claim_template_from_k8s, device_class_from_k8s, resource_claim_from_k8s, slice_from_k8s};
+pub use dra::{
+    allocation_to_k8s, claim_template_from_k8s, device_class_from_k8s, resource_claim_from_k8s, slice_from_k8s,
+};
 pub use node::node_from_k8s;
 pub use pdb::pdb_from_k8s;
 pub use pod::pod_from_k8s;

@@ -133,6 +133,39 @@ fn weight(w: i32, path: &str) -> Result<i32, ConvertError> {
     Ok(w)
 }
 
+/// A node selector as the API writes it (the inverse of [`node_selector`]).
+pub(super) fn node_selector_to_k8s(ns: &NodeSelector) -> corev1::NodeSelector {
+    let reqs = |rs: &[Requirement]| -> Option<Vec<corev1::NodeSelectorRequirement>> {
+        (!rs.is_empty()).then(|| {
+            rs.iter()
+                .map(|r| corev1::NodeSelectorRequirement {
+                    key: r.key.clone(),
+                    operator: match r.op {
+                        SelectorOp::In => "In",
+                        SelectorOp::NotIn => "NotIn",
+                        SelectorOp::Exists => "Exists",
+                        SelectorOp::DoesNotExist => "DoesNotExist",
+                        SelectorOp::Gt => "Gt",
+                        SelectorOp::Lt => "Lt",
+                    }
+                    .to_string(),
+                    values: (!r.values.is_empty()).then(|| r.values.clone()),
+                })
+                .collect()
+        })
+    };
+    corev1::NodeSelector {
+        node_selector_terms: ns
+            .terms
+            .iter()
+            .map(|t| corev1::NodeSelectorTerm {
+                match_expressions: reqs(&t.match_expressions),
+                match_fields: reqs(&t.match_fields),
+            })
+            .collect(),
+    }
+}
+
 /// A `NodeSelector` at `path` (its `nodeSelectorTerms`).
 pub(super) fn node_selector(ns: &corev1::NodeSelector, path: &str) -> Result<NodeSelector, ConvertError> {
     let path = format!("{path}.nodeSelectorTerms");
