@@ -36,6 +36,9 @@ fn expected_rules() -> Vec<Value> {
         json!({"apiGroups": [""], "resources": ["persistentvolumes"], "verbs": ["patch"]}),
         json!({"apiGroups": [""], "resources": ["services", "replicationcontrollers"], "verbs": ["list", "watch"]}),
         json!({"apiGroups": ["apps"], "resources": ["replicasets", "statefulsets"], "verbs": ["list", "watch"]}),
+        json!({"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices", "deviceclasses"], "verbs": ["list", "watch"]}),
+        json!({"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get", "list", "watch", "update"]}),
+        json!({"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/status"], "verbs": ["update"]}),
     ]
 }
 
