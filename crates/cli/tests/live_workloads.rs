@@ -8,8 +8,12 @@
 //! pods with PersistentVolumeClaims, bound by kube-controller-manager's PV
 //! controller after the scheduler's PreBind; and a Deployment's pods spread
 //! over zones by kube's default constraints, their selector taken from the
-//! ReplicaSet the Deployment controller made. The scenarios share one
-//! cluster, each in its own namespace, schedulerName and pool.
+//! ReplicaSet the Deployment controller made; and GPUs through DRA: a claim
+//! made by kube-controller-manager's resourceclaim controller from a
+//! template for one GPU of a DeviceClass selecting `model == "a100"`,
+//! allocated on the A100 node's ResourceSlice and written before the pod
+//! is bound, and two pods sharing one claim on one node. The scenarios
+//! share one cluster, each in its own namespace, schedulerName and pool.
 
 mod support;
 
@@ -23,11 +27,12 @@ type Scenario = fn(&Cluster);
 fn workloads_on_a_live_cluster() {
     let c = Cluster::up("workloads");
     c.install_crds();
-    let scenarios: [(&str, Scenario); 4] = [
+    let scenarios: [(&str, Scenario); 5] = [
         ("a gang from a Job, all or nothing", gang_from_a_job),
         ("preemption", preemption),
         ("volumes", volumes),
         ("default spreading of a Deployment", default_spreading),
+        ("GPUs through DRA", dra),
     ];
     let failed: Vec<&str> = std::thread::scope(|scope| {
         let handles: Vec<_> = scenarios.iter().map(|(name, f)| (*name, scope.spawn(|| f(&c)))).collect();
@@ -249,6 +254,91 @@ fn default_spreading(c: &Cluster) {
     }
     // What `simulate` with the same config gives for the same Deployment.
     assert_eq!(per_zone, HashMap::from([('a', 2), ('b', 2), ('c', 2)]), "{placed:?}");
+    let status = sched.terminate();
+    assert!(status.success(), "exit status {status:?}:\n{}", sched.log_text());
+}
+
+/// A ResourceSlice of `n` GPUs of `model` local to `node`.
+fn gpu_slice(node: &str, model: &str, n: usize) -> String {
+    let devices: String = (0..n)
+        .map(|i| format!("  - {{name: gpu-{i}, attributes: {{model: {{string: {model}}}, index: {{int: {i}}}}}, capacity: {{memory: {{value: 40Gi}}}}}}\n"))
+        .collect();
+    format!(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {{name: {node}-gpus}}\nspec:\n  driver: gpu.nvidia.com\n  nodeName: {node}\n  pool: {{name: {node}, generation: 1, resourceSliceCount: 1}}\n  devices:\n{devices}---\n"
+    )
+}
+
+/// A pod of scheduler `gs-dra` using the claim `source` (a
+/// `resourceClaimTemplateName` or `resourceClaimName` entry).
+fn dra_pod(name: &str, source: &str) -> String {
+    pod_yaml(name, "gs-dra", &[], "cpu: 1", 0)
+        .replace("  containers:\n", &format!("  resourceClaims: [{{name: gpu, {source}}}]\n  containers:\n"))
+        .replace("resources: {requests: {cpu: 1}}", "resources: {requests: {cpu: 1}, claims: [{name: gpu}]}")
+}
+
+fn dra(c: &Cluster) {
+    c.kubectl(&["create", "namespace", "dra"]);
+    let nodes: String =
+        ["dra-a100", "dra-t4"].iter().map(|n| node_yaml(n, &[("pool", "dra")], 16, 64, 0, &[])).collect();
+    c.kubectl_in(&["create", "-f", "-"], &nodes);
+    let objects = gpu_slice("dra-a100", "a100", 2)
+        + &gpu_slice("dra-t4", "t4", 2)
+        + "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: dra-a100}\nspec:\n  selectors: [{cel: {expression: 'device.attributes[\"gpu.nvidia.com\"].model == \"a100\"'}}]\n---\n\
+apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: dra-t4}\nspec:\n  selectors: [{cel: {expression: 'device.attributes[\"gpu.nvidia.com\"].model == \"t4\"'}}]\n---\n\
+apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: one-a100, namespace: dra}\nspec:\n  spec:\n    devices:\n      requests: [{name: gpu, exactly: {deviceClassName: dra-a100}}]\n---\n\
+apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: shared-t4, namespace: dra}\nspec:\n  devices:\n    requests: [{name: gpu, exactly: {deviceClassName: dra-t4}}]\n---\n";
+    c.kubectl_in(&["create", "-f", "-"], &objects);
+    let config = c.file("dra-config.yaml", &config_yaml("gs-dra", "dra", 50, 100));
+    let mut sched = c.start_scheduler(&config, &c.dir.join("dra-scheduler.log"));
+    let pods = dra_pod("trainer", "resourceClaimTemplateName: one-a100")
+        + &dra_pod("notebook-0", "resourceClaimName: shared-t4")
+        + &dra_pod("notebook-1", "resourceClaimName: shared-t4");
+    c.kubectl_in(&["create", "-n", "dra", "-f", "-"], &pods);
+    let placed = wait_for(90, "the three DRA pods bound", || {
+        let p: HashMap<String, String> = c.placements("dra").into_iter().collect();
+        (p.len() == 3 && p.values().all(|n| !n.is_empty())).then_some(p)
+    });
+    assert_eq!(placed["trainer"], "dra-a100", "the A100 class's node");
+    assert_eq!(placed["notebook-0"], "dra-t4", "the shared claim's T4");
+    assert_eq!(placed["notebook-1"], "dra-t4", "one shared claim, one node");
+    // The claim the controller made for the trainer: allocated on the
+    // A100 slice, reserved for the pod, protected by the finalizer.
+    let trainer = c.get_json(&["pod", "trainer", "-n", "dra"]);
+    let claim_name = s(&trainer["status"]["resourceClaimStatuses"][0]["resourceClaimName"]);
+    let claim = c.get_json(&["resourceclaim", &claim_name, "-n", "dra"]);
+    let result = &claim["status"]["allocation"]["devices"]["results"][0];
+    assert_eq!((s(&result["driver"]).as_str(), s(&result["pool"]).as_str()), ("gpu.nvidia.com", "dra-a100"), "{claim}");
+    assert_eq!(s(&claim["status"]["reservedFor"][0]["uid"]), s(&trainer["metadata"]["uid"]), "{claim}");
+    let list = |v: &serde_json::Value| v.as_array().cloned().unwrap_or_default();
+    assert!(list(&claim["metadata"]["finalizers"]).iter().any(|f| f == "resource.kubernetes.io/delete-protection"));
+    let node_selector = &claim["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0];
+    assert_eq!(s(&node_selector["values"][0]), "dra-a100");
+    let shared = c.get_json(&["resourceclaim", "shared-t4", "-n", "dra"]);
+    assert_eq!(list(&shared["status"]["reservedFor"]).len(), 2, "both notebooks use it: {shared}");
+    assert_eq!(list(&shared["status"]["allocation"]["devices"]["results"]).len(), 1, "one device for both");
+    // One A100 is left: of two more trainers one is bound, the other
+    // waits, explained.
+    c.kubectl_in(
+        &["create", "-n", "dra", "-f", "-"],
+        &(dra_pod("trainer-2", "resourceClaimTemplateName: one-a100")
+            + &dra_pod("trainer-3", "resourceClaimTemplateName: one-a100")),
+    );
+    wait_for(90, "one more trainer bound, the other refused", || {
+        let p: HashMap<String, String> = c.placements("dra").into_iter().collect();
+        let bound = ["trainer-2", "trainer-3"].iter().filter(|n| p.get(**n).is_some_and(|v| !v.is_empty())).count();
+        (bound == 1).then_some(())
+    });
+    // The pod's PodScheduled condition carries the latest reason.
+    wait_for(60, "the waiting trainer's condition says why", || {
+        let p: HashMap<String, String> = c.placements("dra").into_iter().collect();
+        let waiting = if p.get("trainer-2").is_some_and(|v| v.is_empty()) { "trainer-2" } else { "trainer-3" };
+        let pod = c.get_json(&["pod", waiting, "-n", "dra"]);
+        let conditions = pod["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        conditions
+            .iter()
+            .any(|c| c["type"] == "PodScheduled" && s(&c["message"]).contains("cannot allocate all claims"))
+            .then_some(())
+    });
     let status = sched.terminate();
     assert!(status.success(), "exit status {status:?}:\n{}", sched.log_text());
 }
