@@ -328,16 +328,19 @@ apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: shared-t4,
         let bound = ["trainer-2", "trainer-3"].iter().filter(|n| p.get(**n).is_some_and(|v| !v.is_empty())).count();
         (bound == 1).then_some(())
     });
-    // The pod's PodScheduled condition carries the latest reason.
-    wait_for(60, "the waiting trainer's condition says why", || {
+    // The pod's PodScheduled condition and its latest FailedScheduling
+    // Event carry the reason (the first Event said the claim was not made
+    // yet: a new message is a new Event, not a count on the old one).
+    wait_for(60, "the waiting trainer's condition and Event say why", || {
         let p: HashMap<String, String> = c.placements("dra").into_iter().collect();
         let waiting = if p.get("trainer-2").is_some_and(|v| v.is_empty()) { "trainer-2" } else { "trainer-3" };
         let pod = c.get_json(&["pod", waiting, "-n", "dra"]);
         let conditions = pod["status"]["conditions"].as_array().cloned().unwrap_or_default();
-        conditions
+        let condition = conditions
             .iter()
-            .any(|c| c["type"] == "PodScheduled" && s(&c["message"]).contains("cannot allocate all claims"))
-            .then_some(())
+            .any(|c| c["type"] == "PodScheduled" && s(&c["message"]).contains("cannot allocate all claims"));
+        let described = c.kubectl(&["describe", "pod", waiting, "-n", "dra"]);
+        (condition && described.contains("cannot allocate all claims")).then_some(())
     });
     let status = sched.terminate();
     assert!(status.success(), "exit status {status:?}:\n{}", sched.log_text());

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod as K8sPod};
-use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter as EventReporter};
 use kube::{Api, Client};
 use serde_json::json;
@@ -104,7 +104,13 @@ impl Reporter {
     /// the queue is drained.
     pub fn start(events: Client, main: Client, instance: &str) -> (Reporter, JoinHandle<()>) {
         let (tx, rx) = mpsc::channel(QUEUE);
-        let worker = Worker { events, main, instance: instance.to_string(), recorders: Default::default() };
+        let worker = Worker {
+            events,
+            main,
+            instance: instance.to_string(),
+            recorders: Default::default(),
+            failed: Default::default(),
+        };
         let handle = tokio::spawn(worker.run(rx));
         (Reporter { tx, dropped: Arc::default() }, handle)
     }
@@ -141,7 +147,22 @@ struct Worker {
     /// One recorder per schedulerName: it is the Events' reporting
     /// controller, as kube-scheduler reports each profile by its name.
     recorders: std::sync::Mutex<HashMap<String, Recorder>>,
+    /// FailedScheduling series by pod UID and message (see
+    /// [`Worker::failed_event`]).
+    failed: std::sync::Mutex<HashMap<(String, String), FailedSeries>>,
 }
+
+/// A FailedScheduling Event sent, counted again while its message repeats.
+#[derive(Debug, Clone)]
+struct FailedSeries {
+    name: String,
+    count: i32,
+    last: jiff::Timestamp,
+}
+
+/// How long a FailedScheduling Event is counted again rather than
+/// recreated (client-go's event series cache keeps them as long).
+const SERIES_TTL: jiff::SignedDuration = jiff::SignedDuration::from_mins(6);
 
 impl Worker {
     /// Sends the reports: most of them concurrently, PodGroup statuses one
@@ -200,14 +221,7 @@ impl Worker {
                 self.event(&pod, ev).await;
             }
             Report::Failed { pod, message, reason, condition, nominated_node } => {
-                let ev = Event {
-                    type_: EventType::Warning,
-                    reason: "FailedScheduling".into(),
-                    note: Some(truncate(&message, 1024)),
-                    action: "Scheduling".into(),
-                    secondary: None,
-                };
-                self.event(&pod, ev).await;
+                self.failed_event(&pod, truncate(&message, 1024)).await;
                 if condition {
                     self.condition(&pod, &message, reason, nominated_node.as_deref()).await;
                 }
@@ -244,6 +258,61 @@ impl Worker {
     async fn event(&self, pod: &PodId, ev: Event) {
         if let Err(e) = self.recorder(&pod.scheduler_name).publish(&ev, &pod.reference()).await {
             debug!(pod = %format!("{}/{}", pod.namespace, pod.name), "event not recorded: {e}");
+        }
+    }
+
+    /// A FailedScheduling Event as kube-scheduler's recorder makes it: one
+    /// Event per pod and message, a repeat of the message counted in that
+    /// Event's series. (kube-rs's recorder keys series without the
+    /// message, so a pod whose reason changed would keep showing the
+    /// first one.)
+    async fn failed_event(&self, pod: &PodId, note: String) {
+        use k8s_openapi::api::events::v1::{Event as K8sEvent, EventSeries};
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+        let now = jiff::Timestamp::now();
+        let key = (pod.uid.clone(), note.clone());
+        let previous = {
+            let mut map = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+            map.retain(|_, s| s.last + SERIES_TTL > now);
+            map.get(&key).cloned()
+        };
+        let api: Api<K8sEvent> = Api::namespaced(self.events.clone(), &pod.namespace);
+        let result = match previous {
+            Some(prev) => {
+                let series = EventSeries { count: prev.count + 1, last_observed_time: MicroTime(now) };
+                let patch = json!({ "series": series });
+                api.patch(&prev.name, &PatchParams::default(), &Patch::Merge(&patch)).await.map(|_| FailedSeries {
+                    name: prev.name,
+                    count: prev.count + 1,
+                    last: now,
+                })
+            }
+            None => {
+                let name = format!("{}.{:x}", pod.name, now.as_nanosecond());
+                let ev = K8sEvent {
+                    metadata: ObjectMeta {
+                        name: Some(name.clone()),
+                        namespace: Some(pod.namespace.clone()),
+                        ..Default::default()
+                    },
+                    action: Some("Scheduling".into()),
+                    reason: Some("FailedScheduling".into()),
+                    note: Some(note),
+                    type_: Some("Warning".into()),
+                    event_time: Some(MicroTime(now)),
+                    regarding: Some(pod.reference()),
+                    reporting_controller: Some(pod.scheduler_name.clone()),
+                    reporting_instance: Some(format!("{}-{}", pod.scheduler_name, self.instance)),
+                    ..Default::default()
+                };
+                api.create(&PostParams::default(), &ev).await.map(|_| FailedSeries { name, count: 1, last: now })
+            }
+        };
+        match result {
+            Ok(series) => {
+                self.failed.lock().unwrap_or_else(|e| e.into_inner()).insert(key, series);
+            }
+            Err(e) => debug!(pod = %format!("{}/{}", pod.namespace, pod.name), "event not recorded: {e}"),
         }
     }
 
