@@ -44,11 +44,24 @@ enum Setup {
     Standard,
     /// The policy profile, nodes with every policy fact.
     PolicyWithFacts,
+    /// The policy profile without the plugins for claims (the four volume
+    /// plugins and DynamicResources): what pods without claims cost before.
+    PolicyNoClaimPlugins,
+    /// The policy profile, every node publishing 8 GPUs through DRA (a
+    /// ResourceSlice) and a DeviceClass for them; pods still claim none.
+    PolicyDraNodes,
 }
 
 fn scheduler(nodes: usize, percentage: u32, setup: Setup) -> Scheduler {
     let cfg = Configuration { percentage_of_nodes_to_score: percentage, ..Default::default() };
-    let set = if setup == Setup::Standard { plugins::standard_plugins() } else { plugins::default_plugins() };
+    let claim_plugins = ["VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources"];
+    let set = match setup {
+        Setup::Standard => plugins::standard_plugins(),
+        Setup::PolicyNoClaimPlugins => {
+            plugins::default_plugins().into_iter().filter(|p| !claim_plugins.contains(&p.name)).collect()
+        }
+        _ => plugins::default_plugins(),
+    };
     let profiles = build_profiles(&cfg, &plugins::registry(), &set).expect("default profile");
     let mut s = Scheduler::new(&cfg, profiles, 1).expect("profiles");
     for i in 0..nodes {
@@ -68,8 +81,49 @@ fn scheduler(nodes: usize, percentage: u32, setup: Setup) -> Scheduler {
             }
         }
         s.on_node_upsert(n.build(), NOW);
+        if setup == Setup::PolicyDraNodes {
+            s.on_slice_upsert(gpu_slice(&format!("node-{i}")), NOW);
+        }
+    }
+    if setup == Setup::PolicyDraNodes {
+        let class = engine::dra::DeviceClass {
+            name: "gpu.nvidia.com".into(),
+            selectors: vec!["device.driver == 'gpu.nvidia.com'".into()],
+            config: vec![],
+        };
+        s.on_device_class_upsert(class, NOW);
     }
     s
+}
+
+/// A node's 8 GPUs as NVIDIA's DRA driver publishes them.
+fn gpu_slice(node: &str) -> engine::dra::Slice {
+    use engine::dra::{Attribute, Device, NodeScope, Slice};
+    let devices = (0..8)
+        .map(|i| Device {
+            name: format!("gpu-{i}"),
+            attributes: [
+                ("type".to_string(), Attribute::String("gpu".into())),
+                ("productName".to_string(), Attribute::String("NVIDIA A100-SXM4-40GB".into())),
+            ]
+            .into(),
+            capacity: [("memory".to_string(), engine::quantity::Quantity::from_value(40 << 30))].into(),
+            taints: vec![],
+            scope: None,
+            has_binding_conditions: false,
+            consumes_counters: false,
+        })
+        .collect();
+    Slice {
+        name: format!("{node}-gpus"),
+        driver: Arc::from("gpu.nvidia.com"),
+        pool: Arc::from(node),
+        generation: 1,
+        slice_count: 1,
+        scope: Some(NodeScope::Node(node.to_string())),
+        devices,
+        unsupported: false,
+    }
 }
 
 fn basic_pod(i: usize) -> Pod {
@@ -106,7 +160,9 @@ fn decision(c: &mut Criterion) {
         .iter()
         .flat_map(|&n| MODES.iter().map(move |&(mode, pct)| (mode.to_string(), n, pct, Setup::Policy)))
         .chain(MODES.iter().map(|&(mode, pct)| (format!("standard-{mode}"), 5_000, pct, Setup::Standard)))
-        .chain(MODES.iter().map(|&(mode, pct)| (format!("facts-{mode}"), 5_000, pct, Setup::PolicyWithFacts)));
+        .chain(MODES.iter().map(|&(mode, pct)| (format!("facts-{mode}"), 5_000, pct, Setup::PolicyWithFacts)))
+        .chain(MODES.iter().map(|&(mode, pct)| (format!("noclaims-{mode}"), 5_000, pct, Setup::PolicyNoClaimPlugins)))
+        .chain(MODES.iter().map(|&(mode, pct)| (format!("dranodes-{mode}"), 5_000, pct, Setup::PolicyDraNodes)));
     for (mode, nodes, pct, setup) in runs {
         g.throughput(Throughput::Elements(1));
         // Set up on the first call: criterion calls the closure only for
