@@ -1,10 +1,12 @@
 //! `gpu-scheduler snapshot`: the cluster's Nodes, Namespaces,
 //! PriorityClasses, PodDisruptionBudgets, PodGroups (when the CRD is
-//! served) and unfinished Pods as multi-document YAML that `simulate`
-//! reads, for what-if runs on a real cluster's state.
+//! served), the DRA objects (when `resource.k8s.io/v1` is) and unfinished
+//! Pods as multi-document YAML that `simulate` reads, for what-if runs on
+//! a real cluster's state.
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::ListParams;
 use kube::{Api, Client, Resource};
@@ -54,6 +56,24 @@ pub async fn write(client: &Client, out: &mut impl std::io::Write) -> Result<Sna
             v["apiVersion"] = serde_json::json!(engine::gang::API_VERSION);
             v["kind"] = serde_json::json!(engine::gang::KIND);
             doc(out, &v)?;
+        }
+    }
+    if crate::watch::dra_served(client).await {
+        for mut o in list::<ResourceSlice>(client, None).await? {
+            strip(&mut o);
+            doc(out, &o)?;
+        }
+        for mut o in list::<DeviceClass>(client, None).await? {
+            strip(&mut o);
+            doc(out, &o)?;
+        }
+        for mut o in list::<ResourceClaimTemplate>(client, None).await? {
+            strip(&mut o);
+            doc(out, &o)?;
+        }
+        for mut o in list::<ResourceClaim>(client, None).await? {
+            strip(&mut o);
+            doc(out, &o)?;
         }
     }
     let unfinished = "status.phase!=Succeeded,status.phase!=Failed";

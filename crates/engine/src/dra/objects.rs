@@ -1,7 +1,10 @@
 //! The DRA objects the cache holds, with the allocations and reservations
-//! decisions have assumed on top of them (kube's assume cache for claims):
-//! a claim a decision allocated looks allocated to the next decisions, so
-//! no device is given twice, until the API's own update of it arrives.
+//! decisions have assumed on top of them (kube's assume cache and
+//! in-flight allocations for claims): a claim a decision allocated looks
+//! allocated to the next decisions, so no device is given twice, until an
+//! API version of the claim shows the allocation and the reservation. An
+//! API version that does not yet (the finalizer written first, or another
+//! writer's update) does not take the decision away.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -11,14 +14,18 @@ use super::{Allocation, Attribute, DeviceClass, DeviceId, NodeScope, PodAllocati
 use crate::devices::MAX_DEVICES;
 use crate::model::SelectorOp;
 
-/// What one decision changed on one claim, to undo it.
+/// What one decision does to one claim, laid over the API's version of
+/// it until that version shows it.
 #[derive(Debug, Clone, PartialEq)]
-struct Assumed {
-    key: String,
-    before: Arc<ResourceClaim>,
-    after: Arc<ResourceClaim>,
-    /// The decision allocated the claim (not only reserved it).
-    allocated: bool,
+struct Pending {
+    pod_uid: String,
+    /// The claim it was for (a claim created again is another).
+    claim_uid: String,
+    /// The allocation the decision made; None when it only reserves.
+    allocation: Option<Allocation>,
+    consumer: super::Consumer,
+    /// The pod's binding finished (its writes were made).
+    confirmed: bool,
 }
 
 /// A node's GPUs as its DRA slices publish them: devices of the GPU
@@ -44,11 +51,14 @@ pub struct DraObjects {
     /// device), by name.
     shared: BTreeSet<String>,
     classes: HashMap<String, Arc<DeviceClass>>,
+    /// Claims as the API last gave them.
+    api_claims: HashMap<String, Arc<ResourceClaim>>,
+    /// Claims as decisions see them: the API's with the pending decisions.
     claims: HashMap<String, Arc<ResourceClaim>>,
     /// Claims allocated on each node (their allocation names one node).
     claims_by_node: HashMap<String, BTreeSet<String>>,
-    /// What decisions not yet confirmed changed, by pod uid.
-    assumed: HashMap<String, Vec<Assumed>>,
+    /// Decisions the API's claims do not show yet, by claim key.
+    pending: HashMap<String, Vec<Pending>>,
     /// Bumped when slices or classes change.
     devices_generation: u64,
     /// Drivers whose devices are GPUs (`nodeFacts.draGpuDrivers`).
@@ -173,34 +183,63 @@ impl DraObjects {
         }
     }
 
-    /// Adds or replaces a claim (the API's version replaces an assumed
-    /// one); returns the nodes whose allocated devices changed.
+    /// Adds or replaces a claim as the API gives it; decisions it shows
+    /// are no longer pending. Returns the nodes whose allocated devices
+    /// changed.
     pub fn upsert_claim(&mut self, claim: ResourceClaim) -> Vec<String> {
         let key = claim.key();
-        self.put_claim(key, Arc::new(claim))
+        if let Some(list) = self.pending.get_mut(&key) {
+            let shown = |p: &Pending| {
+                claim.uid != p.claim_uid
+                    || (claim.is_reserved_for(&p.consumer.uid)
+                        && (p.allocation.is_none() || claim.allocation.is_some()))
+            };
+            list.retain(|p| !shown(p));
+            if list.is_empty() {
+                self.pending.remove(&key);
+            }
+        }
+        self.api_claims.insert(key.clone(), Arc::new(claim));
+        self.refresh_claim(&key)
     }
 
     pub fn remove_claim(&mut self, namespace: &str, name: &str) -> Vec<String> {
         let key = format!("{namespace}/{name}");
-        let mut nodes = Vec::new();
-        if let Some(old) = self.claims.remove(&key) {
-            self.unindex(&key, &old, &mut nodes);
-        }
-        nodes
+        self.api_claims.remove(&key);
+        self.pending.remove(&key);
+        self.refresh_claim(&key)
     }
 
-    fn put_claim(&mut self, key: String, claim: Arc<ResourceClaim>) -> Vec<String> {
+    /// Recomputes the claim decisions see from the API's version and the
+    /// pending decisions; returns the nodes whose allocated devices changed.
+    fn refresh_claim(&mut self, key: &str) -> Vec<String> {
         let mut nodes = Vec::new();
-        if let Some(old) = self.claims.get(&key).cloned() {
-            self.unindex(&key, &old, &mut nodes);
+        if let Some(old) = self.claims.remove(key) {
+            self.unindex(key, &old, &mut nodes);
         }
+        let Some(api) = self.api_claims.get(key) else { return nodes };
+        let pending = self.pending.get(key).map(Vec::as_slice).unwrap_or_default();
+        let claim = if pending.is_empty() {
+            api.clone()
+        } else {
+            let mut c = (**api).clone();
+            for p in pending {
+                if c.allocation.is_none() {
+                    c.allocation = p.allocation.clone();
+                }
+                if !c.is_reserved_for(&p.consumer.uid) {
+                    c.reserved_for.push(p.consumer.clone());
+                }
+            }
+            Arc::new(c)
+        };
         if let Some(n) = claim.allocation.as_ref().and_then(Allocation::node_name) {
-            self.claims_by_node.entry(n.to_string()).or_default().insert(key.clone());
+            self.claims_by_node.entry(n.to_string()).or_default().insert(key.to_string());
             if !nodes.iter().any(|x| x == n) {
                 nodes.push(n.to_string());
             }
         }
-        self.claims.insert(key, claim);
+        self.claims.insert(key.to_string(), claim);
         nodes
     }
 
@@ -229,66 +268,72 @@ impl DraObjects {
     }
 
     /// Whether a decision for another pod than `pod_uid` allocated this
-    /// claim and the API has not confirmed it yet: kube makes the pod wait.
+    /// claim and its binding has not finished: kube makes the pod wait.
     pub fn allocation_in_flight(&self, key: &str, pod_uid: &str) -> bool {
-        self.assumed.iter().any(|(uid, changes)| {
-            uid != pod_uid
-                && changes.iter().any(|a| {
-                    a.key == key && a.allocated && self.claims.get(key).is_some_and(|now| Arc::ptr_eq(now, &a.after))
-                })
-        })
+        self.pending
+            .get(key)
+            .is_some_and(|list| list.iter().any(|p| p.pod_uid != pod_uid && p.allocation.is_some() && !p.confirmed))
     }
 
     /// Applies a decision: each claim gets its allocation (when the
     /// decision made one) and the pod as a consumer. Missing claims are
     /// left out. Returns the nodes whose allocated devices changed.
     pub fn assume(&mut self, pod_uid: &str, decisions: &PodAllocations) -> Vec<String> {
-        let mut changes = Vec::new();
         let mut nodes = Vec::new();
         for d in &decisions.claims {
-            let (key, allocation, consumer) = (d.key(), &d.allocation, &d.consumer);
-            let Some(before) = self.claims.get(&key).cloned() else { continue };
-            let mut c = (*before).clone();
-            let allocated = allocation.is_some() && c.allocation.is_none();
-            if allocated {
-                c.allocation = allocation.clone();
+            let key = d.key();
+            let Some(api) = self.api_claims.get(&key) else { continue };
+            if api.uid != d.uid {
+                continue;
             }
-            if !c.is_reserved_for(&consumer.uid) {
-                c.reserved_for.push(consumer.clone());
-            }
-            let after = Arc::new(c);
-            for n in self.put_claim(key.clone(), after.clone()) {
+            let allocation = if api.allocation.is_none() { d.allocation.clone() } else { None };
+            self.pending.entry(key.clone()).or_default().push(Pending {
+                pod_uid: pod_uid.to_string(),
+                claim_uid: d.uid.clone(),
+                allocation,
+                consumer: d.consumer.clone(),
+                confirmed: false,
+            });
+            for n in self.refresh_claim(&key) {
                 if !nodes.contains(&n) {
                     nodes.push(n);
                 }
             }
-            changes.push(Assumed { key, before, after, allocated });
         }
-        self.assumed.insert(pod_uid.to_string(), changes);
         nodes
     }
 
-    /// Undoes a decision (its binding failed). Claims the API replaced
-    /// since are the API's and stay. Returns the nodes concerned.
+    /// Undoes a decision (its binding failed). Returns the nodes concerned.
     pub fn forget(&mut self, pod_uid: &str) -> Vec<String> {
-        let Some(changes) = self.assumed.remove(pod_uid) else { return Vec::new() };
+        let keys: Vec<String> = self
+            .pending
+            .iter()
+            .filter(|(_, list)| list.iter().any(|p| p.pod_uid == pod_uid))
+            .map(|(k, _)| k.clone())
+            .collect();
         let mut nodes = Vec::new();
-        for a in changes.into_iter().rev() {
-            if self.claims.get(&a.key).is_some_and(|now| Arc::ptr_eq(now, &a.after)) {
-                nodes.extend(self.put_claim(a.key, a.before));
+        for key in keys {
+            if let Some(list) = self.pending.get_mut(&key) {
+                list.retain(|p| p.pod_uid != pod_uid);
+                if list.is_empty() {
+                    self.pending.remove(&key);
+                }
             }
+            nodes.extend(self.refresh_claim(&key));
         }
         nodes
     }
 
-    /// The decision was written: its claims stand until the API's versions
-    /// replace them.
+    /// The decision was written: it stands until the API's versions show it.
     pub fn confirm(&mut self, pod_uid: &str) {
-        self.assumed.remove(pod_uid);
+        for p in self.pending.values_mut().flatten().filter(|p| p.pod_uid == pod_uid) {
+            p.confirmed = true;
+        }
     }
 
+    /// Whether a decision of this pod is pending and not confirmed.
     pub fn has_assumed(&self, pod_uid: &str) -> bool {
-        self.assumed.contains_key(pod_uid)
+        self.pending.values().flatten().any(|p| p.pod_uid == pod_uid && !p.confirmed)
     }
 
     /// The GPUs `node`'s local slices publish through one of `drivers`:
@@ -508,5 +553,25 @@ mod tests {
         o.confirm("q");
         assert!(!o.has_assumed("q"));
         assert_eq!(o.remove_claim("ml", "a"), vec!["n1".to_string()]);
+
+        // An API version that does not show the decision yet (the
+        // finalizer written first) does not take it away, before or after
+        // the binding finished: the device is not given twice.
+        o.upsert_claim(claim("a"));
+        o.assume("p", &decide("p", Some(allocation("n1", "gpu-0"))));
+        let mut finalized = claim("a");
+        finalized.has_finalizer = true;
+        o.upsert_claim(finalized.clone());
+        assert_eq!(o.allocated_devices(), [id("n1", "gpu-0")].into());
+        o.confirm("p");
+        assert!(!o.allocation_in_flight("ml/a", "q"), "written: no longer in flight");
+        o.upsert_claim(finalized.clone());
+        assert_eq!(o.allocated_devices(), [id("n1", "gpu-0")].into());
+        assert!(o.claim("ml", "a").is_some_and(|c| c.is_reserved_for("p")));
+        // The claim deleted and made again: the decision was for the old one.
+        let mut again = claim("a");
+        again.uid = "uid-a2".into();
+        o.upsert_claim(again);
+        assert!(o.allocated_devices().is_empty());
     }
 }
