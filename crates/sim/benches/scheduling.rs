@@ -47,8 +47,11 @@ enum Setup {
     /// The policy profile without the plugins for claims (the four volume
     /// plugins and DynamicResources): what pods without claims cost before.
     PolicyNoClaimPlugins,
-    /// The policy profile, every node publishing 8 GPUs through DRA (a
-    /// ResourceSlice) and a DeviceClass for them; pods still claim none.
+    /// The policy profile, every node with 8 GPUs as `nvidia.com/gpu`.
+    PolicyGpuNodes,
+    /// The policy profile, every node publishing its 8 GPUs through DRA (a
+    /// ResourceSlice) instead, and a DeviceClass for them; pods still
+    /// claim none. Against `PolicyGpuNodes`: what DRA GPUs cost.
     PolicyDraNodes,
 }
 
@@ -79,6 +82,12 @@ fn scheduler(nodes: usize, percentage: u32, setup: Setup) -> Scheduler {
             if i % 10 == 0 {
                 n = n.label("gpu-model", "a100").resource("nvidia.com/gpu", 8);
             }
+        }
+        if setup == Setup::PolicyGpuNodes {
+            n = n.label("gpu-model", "a100").resource("nvidia.com/gpu", 8);
+        }
+        if setup == Setup::PolicyDraNodes {
+            n = n.label("gpu-model", "a100");
         }
         s.on_node_upsert(n.build(), NOW);
         if setup == Setup::PolicyDraNodes {
@@ -162,6 +171,7 @@ fn decision(c: &mut Criterion) {
         .chain(MODES.iter().map(|&(mode, pct)| (format!("standard-{mode}"), 5_000, pct, Setup::Standard)))
         .chain(MODES.iter().map(|&(mode, pct)| (format!("facts-{mode}"), 5_000, pct, Setup::PolicyWithFacts)))
         .chain(MODES.iter().map(|&(mode, pct)| (format!("noclaims-{mode}"), 5_000, pct, Setup::PolicyNoClaimPlugins)))
+        .chain(MODES.iter().map(|&(mode, pct)| (format!("gpunodes-{mode}"), 5_000, pct, Setup::PolicyGpuNodes)))
         .chain(MODES.iter().map(|&(mode, pct)| (format!("dranodes-{mode}"), 5_000, pct, Setup::PolicyDraNodes)));
     for (mode, nodes, pct, setup) in runs {
         g.throughput(Throughput::Elements(1));
