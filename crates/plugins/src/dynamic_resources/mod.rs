@@ -26,7 +26,7 @@ mod cel;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use engine::cache::{NodeView, Snapshot};
+use engine::cache::{NodeList, NodeView, Snapshot};
 use engine::devices::{ClaimedGpus, GpuRequest};
 use engine::dra::Allocation;
 use engine::dra::{
@@ -35,7 +35,7 @@ use engine::dra::{
 };
 use engine::framework::{
     Binder, ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, PreBindPlugin, PreFilterPlugin,
-    PreFilterResult, ReservePlugin, ScorePlugin, Status,
+    PreFilterResult, PreScorePlugin, ReservePlugin, ScorePlugin, Status,
 };
 use engine::model::Pod;
 use engine::registry::ArgsError;
@@ -43,7 +43,7 @@ use engine::registry::ArgsError;
 pub use allocator::Allocator;
 pub use cel::DeviceCel;
 
-use crate::helper::{decode_no_args, default_normalize_score};
+use crate::helper::{decode_no_args, default_normalize_score, skip_if};
 
 pub const NAME: &str = "DynamicResources";
 
@@ -110,6 +110,10 @@ impl Plugin for DynamicResources {
     }
 
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        Some(self)
+    }
+
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
         Some(self)
     }
 
@@ -273,6 +277,17 @@ impl FilterPlugin for DynamicResources {
                 (format!("claim {}", pc.claims[i].name), devices.join(", "))
             })
             .collect()
+    }
+}
+
+impl PreScorePlugin for DynamicResources {
+    /// Only claims with `firstAvailable` requests score: every other pod
+    /// (most, and all without claims) skips scoring on every node.
+    fn pre_score(&self, state: &mut CycleState, _pod: &Pod, _nodes: NodeList<'_>) -> Status {
+        let scores = state
+            .read::<PodClaims>()
+            .is_some_and(|pc| pc.claims.iter().any(|c| c.requests.iter().any(|r| !r.first_available.is_empty())));
+        skip_if(!scores)
     }
 }
 
@@ -506,10 +521,15 @@ mod tests {
         let n = snap.names().len();
         let statuses: Vec<Status> = (0..n).map(|i| plugin.filter(&state, p, &snap.view(i))).collect();
         let verdicts = statuses.iter().map(|s| if s.is_success() { "ok".to_string() } else { s.message() }).collect();
-        let scores = (0..n)
-            .filter(|i| statuses[*i].is_success())
-            .map(|i| plugin.score(&state, p, &snap.view(i)).unwrap_or(-1))
-            .collect();
+        // Scores only when PreScore does not skip, as the engine does.
+        let scores = if plugin.pre_score(&mut state, p, snap.node_list()).is_skip() {
+            Vec::new()
+        } else {
+            (0..n)
+                .filter(|i| statuses[*i].is_success())
+                .map(|i| plugin.score(&state, p, &snap.view(i)).unwrap_or(-1))
+                .collect()
+        };
         let mut reserved = Vec::new();
         if let Some(i) = (0..n).find(|i| statuses[*i].is_success()) {
             let name = snap.names()[i].clone();
@@ -703,6 +723,9 @@ mod tests {
         let cache = cluster(|c| c.upsert_resource_claim(claim("c", vec![r])));
         let out = run(&cache, &with_claims(&["c"]));
         assert_eq!(out.scores, vec![FIRST_AVAILABLE_MAX, FIRST_AVAILABLE_MAX - 1]);
+        // Without alternatives there is nothing to score: skipped.
+        let plain = cluster(|c| c.upsert_resource_claim(claim("c", vec![request("gpu", "gpu", 1)])));
+        assert_eq!(run(&plain, &with_claims(&["c"])).scores, Vec::<i64>::new());
     }
 
     #[test]
