@@ -232,6 +232,15 @@ impl CycleState {
         self.skip_post_filter = skip;
     }
 
+    /// The pod's GPU request as the GPU policies see it: its own, or else
+    /// the GPUs its DRA claims ask for.
+    pub fn pod_gpu<'a>(&'a self, pod: &'a Pod) -> &'a crate::devices::GpuRequest {
+        match self.read::<crate::devices::ClaimedGpus>() {
+            Some(c) if !pod.gpu.wants_gpu() => &c.0,
+            _ => &pod.gpu,
+        }
+    }
+
     pub fn write<T: Any + Send + Sync>(&mut self, value: T) {
         let id = TypeId::of::<T>();
         match self.entries.iter_mut().find(|(t, _)| *t == id) {
@@ -264,6 +273,9 @@ pub enum EventResource {
     PersistentVolume,
     StorageClass,
     CsiNode,
+    ResourceClaim,
+    ResourceSlice,
+    DeviceClass,
 }
 
 /// What happened to the object.
@@ -537,6 +549,10 @@ pub trait PreBindPlugin: Plugin {
     /// Runs in the binding task, outside the scheduling cycle; writes go
     /// through `binder`.
     fn pre_bind(&self, state: &mut CycleState, pod: &Pod, node: &str, binder: &dyn Binder) -> Status;
+
+    /// Undoes what a successful `pre_bind` wrote, when a later step of
+    /// the binding failed (best effort; nothing by default).
+    fn undo_pre_bind(&self, _state: &mut CycleState, _pod: &Pod, _node: &str, _binder: &dyn Binder) {}
 }
 
 /// Where binding writes go: the API server in `run`, the simulated cluster
@@ -554,6 +570,21 @@ pub trait Binder: Send + Sync {
         _bindings: &crate::volumes::PodVolumeBindings,
         _timeout_seconds: u64,
     ) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Writes a decision's DRA claims (DynamicResources's PreBind): each
+    /// claim's `status.allocation` when the decision made it, and the pod
+    /// in its `status.reservedFor`. The simulated cluster keeps the
+    /// cache's assumed claims as they are.
+    fn bind_claims(&self, _pod: &Pod, _claims: &crate::dra::PodAllocations) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Takes back what [`Binder::bind_claims`] wrote (the binding failed
+    /// after it): the pod's reservation, and the allocation if no one else
+    /// reserved the claim since.
+    fn unbind_claims(&self, _pod: &Pod, _claims: &crate::dra::PodAllocations) -> Result<(), String> {
         Ok(())
     }
 }

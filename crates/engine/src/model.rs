@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::devices::{DeviceSet, GpuRequest};
 use crate::resources::Resources;
 
 pub type Labels = BTreeMap<String, String>;
@@ -334,6 +335,17 @@ pub struct Pod {
     pub running: bool,
     /// The volumes the volume plugins look at (claims, inline disks).
     pub volumes: Vec<crate::volumes::PodVolume>,
+    /// `spec.resourceClaims`: the DRA claims the pod uses.
+    pub resource_claims: Vec<crate::dra::PodClaim>,
+    /// `status.resourceClaimStatuses`: the claim made from each template
+    /// entry (None: none was needed).
+    pub claim_statuses: Vec<(String, Option<String>)>,
+    /// What the pod asks of GPUs (whole, a share, slices; models), read
+    /// from its requests and annotations by conversion.
+    pub gpu: GpuRequest,
+    /// The GPU devices the pod holds: chosen when it is assumed, or read
+    /// from its `gpu-scheduler.io/gpu-index` annotation once bound.
+    pub gpu_devices: Option<DeviceSet>,
     /// The API object as received, kept only when an extender needs it
     /// (extenders are sent whole objects); None otherwise, to save memory.
     pub source: Option<Arc<serde_json::Value>>,

@@ -2,11 +2,17 @@
 //! so a pod deleted and re-created under the same name is never bound by
 //! a decision taken for the old one. The API server refuses to bind a pod
 //! twice (409), which with the UID makes double binding impossible.
+//!
+//! The GPU devices a pod was given go in the Binding's annotations
+//! (`gpu-scheduler.io/gpu-index`): the API server copies a Binding's
+//! annotations onto the pod as it binds it, so the device plugin and a
+//! restarted scheduler read them from the pod, at no extra request.
 
 use std::sync::Mutex;
 
 use std::time::Duration;
 
+use engine::devices::ANNOTATION_GPU_INDEX;
 use engine::framework::Binder;
 use engine::model::Pod;
 use engine::volumes::{ANNOTATION_SELECTED_NODE, PodVolumeBindings};
@@ -55,13 +61,16 @@ impl ApiBinder {
     }
 }
 
-/// The Binding object kube-scheduler posts.
+/// The Binding object kube-scheduler posts, with the pod's GPU devices.
 pub fn binding(pod: &Pod, node: &str) -> Binding {
+    let annotations =
+        pod.gpu_devices.map(|d| std::collections::BTreeMap::from([(ANNOTATION_GPU_INDEX.to_string(), d.to_string())]));
     Binding {
         metadata: ObjectMeta {
             name: Some(pod.name.clone()),
             namespace: Some(pod.namespace.clone()),
             uid: Some(pod.uid.clone()),
+            annotations,
             ..Default::default()
         },
         target: ObjectReference {
@@ -176,5 +185,14 @@ mod tests {
         assert_eq!(b["metadata"]["name"], "p");
         assert_eq!(b["metadata"]["uid"], serde_json::Value::String(pod.uid.clone()));
         assert_eq!(b["target"], serde_json::json!({"apiVersion": "v1", "kind": "Node", "name": "n1"}));
+        assert!(b["metadata"].get("annotations").is_none(), "no devices, no annotation");
+    }
+
+    #[test]
+    fn the_binding_carries_the_gpu_devices() {
+        let pod =
+            engine::testing::pod("p").with(|p| p.gpu_devices = engine::devices::DeviceSet::parse("2-3").ok()).build();
+        let b = serde_json::to_value(binding(&pod, "n1")).unwrap_or_default();
+        assert_eq!(b["metadata"]["annotations"], serde_json::json!({"gpu-scheduler.io/gpu-index": "2-3"}));
     }
 }
