@@ -124,13 +124,8 @@ fn tail(path: &Path, lines: usize) -> String {
 }
 
 /// kube-scheduler's configuration: its default profile (schedulerName
-/// `default-scheduler`) without DynamicResources, no leader election.
-///
-/// DynamicResources goes while gpu-scheduler has no DRA (docs/ARCHITECTURE.md,
-/// conformance): with no claim on any pod it changes no placement, but as a
-/// PostFilter plugin it adds its own words to every unschedulable pod's
-/// message ("no new claims to deallocate, preemption: ...", and "not
-/// found" after a PreFilter rejection, when it has no state of its own).
+/// `default-scheduler`, every default plugin incl. DynamicResources), no
+/// leader election, client limits high enough not to slow the suite.
 pub fn kube_scheduler_config(kubeconfig: &Path) -> String {
     format!(
         "apiVersion: kubescheduler.config.k8s.io/v1
@@ -142,10 +137,6 @@ clientConnection:
 leaderElection: {{leaderElect: false}}
 profiles:
 - schedulerName: default-scheduler
-  plugins:
-    multiPoint:
-      disabled:
-      - name: DynamicResources
 ",
         kubeconfig.display()
     )

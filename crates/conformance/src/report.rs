@@ -75,7 +75,7 @@ pub fn disagreement(
     kube_scores: &BTreeMap<String, BTreeMap<String, i64>>,
 ) -> Result<String, Error> {
     let why = match &outcome.verdict {
-        Verdict::Disagree(w) => w.as_str(),
+        Verdict::Disagree(w) | Verdict::ByDesign(w) => w.as_str(),
         Verdict::Agree => "agree",
     };
     let mut out = format!("=== {}: DIVERGENCE: {why}\n", s.name);
@@ -99,7 +99,8 @@ pub struct Entry {
     pub ours: String,
     pub kube: String,
     /// "agree", "divergence: ...", "timing" (agreed when run again after
-    /// a stale view) or "error: ...".
+    /// a stale view) or "error: ..."; an agreement by design adds ", by
+    /// design (...)" naming the policy.
     pub result: String,
     pub millis: u64,
 }
@@ -110,6 +111,9 @@ pub struct Summary {
     pub agreed_scheduled: usize,
     pub agreed_unschedulable: usize,
     pub divergences: Vec<String>,
+    /// Agreements that needed a by-design difference (docs/POLICIES.md):
+    /// name and the difference.
+    pub by_design: Vec<String>,
     /// Scenarios run again after a stale view or a disagreement, which
     /// then agreed.
     pub rerun_then_agreed: Vec<String>,
@@ -128,7 +132,11 @@ impl Summary {
         }
         if e.result.starts_with("divergence") {
             self.divergences.push(e.name.clone());
-        } else if e.result == "timing" {
+        }
+        if let Some((_, why)) = e.result.split_once(", by design") {
+            self.by_design.push(format!("{}: by design{why}", e.name));
+        }
+        if e.result.starts_with("timing") {
             self.rerun_then_agreed.push(e.name.clone());
         } else if e.result.starts_with("error") {
             self.errors.push(format!("{}: {}", e.name, e.result));
@@ -138,11 +146,12 @@ impl Summary {
 
     pub fn markdown(&self) -> String {
         let mut out = format!(
-            "# Conformance: gpu-scheduler against kube-scheduler v1.36.3\n\n{} scenarios in {:.0} s: {} placed by both (kube's node among our top nodes), {} unschedulable for both with the same message, {} divergences, {} errors; {} agreed only when run again (a watch event late).\n\n",
+            "# Conformance: gpu-scheduler against kube-scheduler v1.36.3\n\n{} scenarios in {:.0} s: {} placed by both (kube's node among our top nodes), {} unschedulable for both with the same message ({} of them differing only by design, docs/POLICIES.md), {} divergences, {} errors; {} agreed only when run again (a watch event late).\n\n",
             self.scenarios,
             self.seconds,
             self.agreed_scheduled,
             self.agreed_unschedulable,
+            self.by_design.len(),
             self.divergences.len(),
             self.errors.len(),
             self.rerun_then_agreed.len()
@@ -208,10 +217,12 @@ I0101 10:00:00.000005   1 schedule_one.go:910] "Calculated node's final score fo
         s.add(e("c", "divergence: x"), None);
         s.add(e("d", "timing"), Some(true));
         s.add(e("e", "error: boom"), None);
-        assert_eq!((s.scenarios, s.agreed_scheduled, s.agreed_unschedulable), (5, 2, 1));
+        s.add(e("f", "agree, by design (P)"), Some(false));
+        assert_eq!((s.scenarios, s.agreed_scheduled, s.agreed_unschedulable), (6, 2, 2));
+        assert_eq!(s.by_design, ["f: by design (P)"]);
         assert_eq!(s.divergences, ["c"]);
         assert_eq!(s.rerun_then_agreed, ["d"]);
         assert_eq!(s.errors, ["e: error: boom"]);
-        assert!(s.markdown().contains("5 scenarios"), "{}", s.markdown());
+        assert!(s.markdown().contains("6 scenarios"), "{}", s.markdown());
     }
 }

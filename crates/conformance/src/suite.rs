@@ -72,7 +72,7 @@ impl Suite {
         let t = Instant::now();
         let first = self.harness.run(s, self.settle).await;
         let (result, outcome) = match first {
-            Ok(o) if o.verdict == Verdict::Agree => ("agree".to_string(), Some(o)),
+            Ok(o) if o.verdict.agrees() => (result_of(&o.verdict, "agree"), Some(o)),
             Ok(_) | Err(Error::Stale(_)) => self.rerun(s).await?,
             Err(e) => {
                 self.kube.check_alive("kube-scheduler")?;
@@ -84,7 +84,7 @@ impl Suite {
         let (ours, kube) =
             outcome.as_ref().map_or((String::new(), String::new()), |o| (o.ours.to_string(), o.kube.to_string()));
         let agreed_scheduled =
-            outcome.as_ref().filter(|o| o.verdict == Verdict::Agree).map(|o| matches!(o.kube, Decision::Scheduled(_)));
+            outcome.as_ref().filter(|o| o.verdict.agrees()).map(|o| matches!(o.kube, Decision::Scheduled(_)));
         self.summary.add(Entry { name: s.name.clone(), ours, kube, result, millis }, agreed_scheduled);
         Ok(())
     }
@@ -97,12 +97,12 @@ impl Suite {
         let scores = kube_scores(&self.kube.log_since(0), &pod);
         self.restart_kube(KUBE_VERBOSITY, "kube-scheduler.log")?;
         Ok(match second {
-            Ok(o) if o.verdict == Verdict::Agree => ("timing".to_string(), Some(o)),
+            Ok(o) if o.verdict.agrees() => (result_of(&o.verdict, "timing"), Some(o)),
             Ok(o) => {
                 self.reports.push(disagreement(s, &o, &scores)?);
                 let why = match &o.verdict {
                     Verdict::Disagree(w) => w.clone(),
-                    Verdict::Agree => String::new(),
+                    Verdict::Agree | Verdict::ByDesign(_) => String::new(),
                 };
                 (format!("divergence: {why}"), Some(o))
             }
@@ -120,5 +120,14 @@ impl Suite {
         std::fs::write(self.dir.join("divergences.txt"), self.reports.join("\n"))
             .map_err(Error::io("writing divergences.txt"))?;
         Ok(&self.summary)
+    }
+}
+
+/// A summary's result for an agreeing verdict: `plain`, or the by-design
+/// difference it names.
+fn result_of(v: &Verdict, plain: &str) -> String {
+    match v {
+        Verdict::ByDesign(why) => format!("{plain}, {why}"),
+        Verdict::Agree | Verdict::Disagree(_) => plain.to_string(),
     }
 }

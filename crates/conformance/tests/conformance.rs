@@ -93,11 +93,12 @@ fn gpu_scheduler_decides_as_kube_scheduler_does() {
 
 fn summary_line(s: &serde_json::Value) -> String {
     format!(
-        "{} scenarios in {:.0} s: {} placed by both, {} unschedulable for both, {} divergences {}, {} errors, {} agreed only when run again {}",
+        "{} scenarios in {:.0} s: {} placed by both, {} unschedulable for both ({} differing only by design), {} divergences {}, {} errors, {} agreed only when run again {}",
         s["scenarios"],
         s["seconds"].as_f64().unwrap_or_default(),
         s["agreed_scheduled"],
         s["agreed_unschedulable"],
+        s["by_design"].as_array().map_or(0, Vec::len),
         s["divergences"].as_array().map_or(0, Vec::len),
         s["divergences"],
         s["errors"].as_array().map_or(0, Vec::len),
