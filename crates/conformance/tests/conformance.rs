@@ -15,7 +15,7 @@ use gpu_scheduler_conformance::suite::Suite;
 use gpu_scheduler_conformance::{Scenario, generate};
 
 /// Generated scenarios in CI: what fits the suite's budget of a few
-/// minutes on a two-core machine (docs/BENCHMARKS.md, Conformance).
+/// minutes on a two-core machine (docs/CONFORMANCE.md).
 const DEFAULT_SCENARIOS: u64 = 300;
 
 fn repo() -> PathBuf {
