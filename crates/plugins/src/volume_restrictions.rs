@@ -1,8 +1,9 @@
 //! VolumeRestrictions (kube-scheduler's): a claim with the
-//! `ReadWriteOncePod` access mode used by another pod keeps the pod out
-//! (PreFilter, everywhere), and an inline disk (GCE PD, AWS EBS, RBD,
-//! iSCSI) mounted by a pod on the node conflicts unless both are read-only
-//! (AWS EBS: always).
+//! `ReadWriteOncePod` access mode used by another pod keeps the pod off
+//! every node (Filter, Unschedulable: preemption may free the claim on
+//! the node of the pod using it), and an inline disk (GCE PD, AWS EBS,
+//! RBD, iSCSI) mounted by a pod on the node conflicts unless both are
+//! read-only (AWS EBS: always).
 
 use std::sync::Arc;
 
@@ -19,7 +20,7 @@ pub const NAME: &str = "VolumeRestrictions";
 
 pub const ERR_REASON_DISK_CONFLICT: &str = "node(s) had no available disk";
 pub const ERR_REASON_RWOP_CONFLICT: &str =
-    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode";
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod";
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct VolumeRestrictions;
@@ -29,8 +30,13 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
     Ok(Arc::new(VolumeRestrictions))
 }
 
-/// The pod's inline disks, for Filter.
-struct Disks(Vec<(Disk, bool)>);
+/// What Filter checks: the pod's inline disks, and its ReadWriteOncePod
+/// claims that other pods use with the nodes of those pods.
+struct State {
+    disks: Vec<(Disk, bool)>,
+    /// (claim, node of a pod using it)
+    rwop_in_use: Vec<(String, String)>,
+}
 
 impl Plugin for VolumeRestrictions {
     fn name(&self) -> &'static str {
@@ -75,14 +81,12 @@ impl PreFilterPlugin for VolumeRestrictions {
                 rwop.push(c.name.as_str());
             }
         }
-        if !rwop.is_empty() {
-            let in_use = snap.nodes().iter().flat_map(|n| n.pods.iter()).any(|other| {
-                other.uid != pod.uid
-                    && other.namespace == pod.namespace
-                    && other.volumes.iter().any(|v| v.claim().is_some_and(|c| rwop.contains(&c)))
-            });
-            if in_use {
-                return (PreFilterResult::default(), Status::unresolvable(ERR_REASON_RWOP_CONFLICT));
+        let mut rwop_in_use = Vec::new();
+        for n in snap.nodes() {
+            for other in n.pods.iter().filter(|o| o.uid != pod.uid && o.namespace == pod.namespace) {
+                for c in other.volumes.iter().filter_map(PodVolume::claim).filter(|c| rwop.contains(c)) {
+                    rwop_in_use.push((c.to_string(), n.name().to_string()));
+                }
             }
         }
         let disks: Vec<(Disk, bool)> = pod
@@ -93,17 +97,17 @@ impl PreFilterPlugin for VolumeRestrictions {
                 _ => None,
             })
             .collect();
-        if disks.is_empty() {
+        if disks.is_empty() && rwop_in_use.is_empty() {
             return (PreFilterResult::default(), Status::skip());
         }
-        state.write(Disks(disks));
+        state.write(State { disks, rwop_in_use });
         (PreFilterResult::default(), Status::success())
     }
 }
 
 impl FilterPlugin for VolumeRestrictions {
-    fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeView<'_>) -> Status {
-        let Some(Disks(disks)) = state.read::<Disks>() else {
+    fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Status {
+        let Some(State { disks, rwop_in_use }) = state.read::<State>() else {
             return Status::error("VolumeRestrictions: no PreFilter state");
         };
         for other in &node.pods {
@@ -113,6 +117,18 @@ impl FilterPlugin for VolumeRestrictions {
                     return Status::unschedulable(ERR_REASON_DISK_CONFLICT);
                 }
             }
+        }
+        // kube counts the claims in use in PreFilter and takes a victim's
+        // claims off the count: a claim stays in use unless its users were
+        // all on this node and are gone from it (evicted in thought).
+        let in_use = rwop_in_use.iter().any(|(claim, user_node)| {
+            user_node != node.name()
+                || node.pods.iter().any(|p| {
+                    p.namespace == pod.namespace && p.volumes.iter().any(|v| v.claim() == Some(claim.as_str()))
+                })
+        });
+        if in_use {
+            return Status::unschedulable(ERR_REASON_RWOP_CONFLICT);
         }
         Status::success()
     }
@@ -148,10 +164,15 @@ mod tests {
         }
     }
 
+    /// kube 1.36: the claim in use fails every node in Filter (not
+    /// PreFilter) as Unschedulable, so preemption can free it, but only on
+    /// the node of the pod using it (conformance seed 57).
     #[test]
-    fn a_read_write_once_pod_claim_in_use_keeps_the_pod_out() {
+    fn a_read_write_once_pod_claim_in_use_fails_every_node_but_a_victims_own() {
         let mut cache = engine::cache::Cache::new();
-        cache.upsert_node(node("n1").build());
+        for n in ["n1", "n2"] {
+            cache.upsert_node(node(n).build());
+        }
         cache.upsert_claim(Claim {
             namespace: "default".into(),
             name: "solo".into(),
@@ -168,20 +189,46 @@ mod tests {
         let uses = |name: &str| {
             pod(name).with(|p| p.volumes.push(PodVolume::Claim { claim: "solo".into(), read_only: false }))
         };
-        let disk = PodVolume::Disk { disk: Disk::GcePd { pd_name: "d".into() }, read_only: false };
-        let with_disk = pod("holder").node("n1").with(|p| p.volumes.push(disk.clone()));
         let mut snap = Snapshot::new();
         cache.update_snapshot(&mut snap);
         let (_, s) = VolumeRestrictions.pre_filter(&mut CycleState::new(), &uses("first").build(), &snap);
         assert!(s.is_skip(), "unused: nothing to check per node");
         cache.add_pod(uses("first").node("n1").arc()).unwrap_or_else(|e| panic!("{e}"));
-        cache.add_pod(with_disk.arc()).unwrap_or_else(|e| panic!("{e}"));
         cache.update_snapshot(&mut snap);
-        let (_, s) = VolumeRestrictions.pre_filter(&mut CycleState::new(), &uses("second").build(), &snap);
-        assert_eq!(
-            (s.code, s.message()),
-            (engine::framework::Code::UnschedulableAndUnresolvable, ERR_REASON_RWOP_CONFLICT.to_string())
-        );
+        let second = uses("second").build();
+        let mut state = CycleState::new();
+        let (_, s) = VolumeRestrictions.pre_filter(&mut state, &second, &snap);
+        assert!(s.is_success(), "{s:?}");
+        let n1 = snap.nodes().iter().position(|n| n.name() == "n1").unwrap_or_default();
+        let n2 = 1 - n1;
+        let mut n1_without_user = (*snap.nodes()[n1]).clone();
+        n1_without_user.remove_pod(&uses("first").build().uid);
+        let without = n1_without_user.view();
+        // (node, fits)
+        let cases = [(snap.view(n1), false), (snap.view(n2), false), (without, true)];
+        for (i, (view, fits)) in cases.iter().enumerate() {
+            let s = VolumeRestrictions.filter(&state, &second, view);
+            if *fits {
+                assert!(s.is_success(), "case {i}: {s:?}");
+            } else {
+                assert_eq!(
+                    (s.code, s.message()),
+                    (engine::framework::Code::Unschedulable, ERR_REASON_RWOP_CONFLICT.to_string()),
+                    "case {i}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_inline_disk_in_use_conflicts() {
+        let mut cache = engine::cache::Cache::new();
+        cache.upsert_node(node("n1").build());
+        let disk = PodVolume::Disk { disk: Disk::GcePd { pd_name: "d".into() }, read_only: false };
+        let with_disk = pod("holder").node("n1").with(|p| p.volumes.push(disk.clone()));
+        cache.add_pod(with_disk.arc()).unwrap_or_else(|e| panic!("{e}"));
+        let mut snap = Snapshot::new();
+        cache.update_snapshot(&mut snap);
         let p = pod("p").with(|p| p.volumes.push(disk)).build();
         let mut state = CycleState::new();
         VolumeRestrictions.pre_filter(&mut state, &p, &snap);

@@ -1,7 +1,10 @@
 //! VolumeZone: a pod whose bound volumes carry zone or region labels runs
 //! only on nodes of those zones (kube-scheduler's `VolumeZone`). A label
-//! value may list several zones separated by `__` (the legacy form).
-//! Unbound claims are VolumeBinding's business.
+//! value may list several zones separated by `__` (the legacy form). A
+//! node with no zone or region label at all fits (kube's single-zone
+//! cluster case), and a volume's beta label is matched against a node's
+//! GA label when the node lacks the beta one. Unbound claims are
+//! VolumeBinding's business.
 
 use std::sync::Arc;
 
@@ -78,8 +81,24 @@ impl FilterPlugin for VolumeZone {
             return Status::error("VolumeZone: no PreFilter state");
         };
         let labels = &node.node.labels;
-        let fits = required.iter().all(|(key, values)| labels.get(*key).is_some_and(|v| values.iter().any(|z| z == v)));
+        // A node without topology labels: a single-zone cluster, as kube
+        // reads it (conformance case volume-zone-node-without-zone).
+        if !ZONE_LABELS.iter().any(|k| labels.contains_key(*k)) {
+            return Status::success();
+        }
+        let fits = required.iter().all(|(key, values)| {
+            labels.get(*key).or_else(|| labels.get(ga_label(key))).is_some_and(|v| values.iter().any(|z| z == v))
+        });
         if fits { Status::success() } else { Status::unresolvable(ERR_REASON_CONFLICT) }
+    }
+}
+
+/// The GA form of a beta zone or region label (other keys as they are).
+fn ga_label(key: &str) -> &str {
+    match key {
+        "failure-domain.beta.kubernetes.io/zone" => engine::model::LABEL_ZONE,
+        "failure-domain.beta.kubernetes.io/region" => engine::model::LABEL_REGION,
+        other => other,
     }
 }
 
@@ -139,9 +158,10 @@ mod tests {
             }
             p.build()
         };
-        // (claims, nodes that fit)
+        // (claims, nodes that fit); x has no zone label: it fits, as in
+        // kube (a single-zone cluster's nodes may have none).
         let cases: [(&[&str], &[&str]); 3] =
-            [(&["two"], &["a", "b"]), (&["one", "two"], &["a"]), (&[], &["a", "b", "c", "x"])];
+            [(&["two"], &["a", "b", "x"]), (&["one", "two"], &["a", "x"]), (&[], &["a", "b", "c", "x"])];
         for (claims, want) in cases {
             let p = with(claims);
             let mut state = CycleState::new();
@@ -158,5 +178,50 @@ mod tests {
         VolumeZone.pre_filter(&mut state, &p, &snap);
         let i = snap.position("b").unwrap_or(0);
         assert_eq!(VolumeZone.filter(&state, &p, &snap.view(i)).message(), ERR_REASON_CONFLICT);
+    }
+
+    /// A volume's beta zone label matches a node's GA one (kube's
+    /// translateToGALabel).
+    #[test]
+    fn a_beta_zone_label_matches_the_ga_one() {
+        let mut cache = engine::cache::Cache::new();
+        for (n, zone) in [("a", "z1"), ("b", "z2")] {
+            cache.upsert_node(node(n).zone(zone).build());
+        }
+        cache.upsert_claim(Claim {
+            namespace: "default".into(),
+            name: "c".into(),
+            uid: "c".into(),
+            class: String::new(),
+            volume_name: Some("pv".into()),
+            bound: true,
+            access_modes: vec![AccessMode::ReadWriteOnce],
+            request: 0,
+            selector: None,
+            selected_node: None,
+            terminating: false,
+        });
+        cache.upsert_volume(Volume {
+            name: "pv".into(),
+            class: String::new(),
+            capacity: 0,
+            access_modes: vec![],
+            node_affinity: None,
+            claim_ref: None,
+            labels: [("failure-domain.beta.kubernetes.io/zone".to_string(), "z1".to_string())].into(),
+            csi: None,
+            disk: None,
+            available: true,
+        });
+        let mut snap = Snapshot::new();
+        cache.update_snapshot(&mut snap);
+        let p = pod("p").with(|p| p.volumes.push(PodVolume::Claim { claim: "c".into(), read_only: false })).build();
+        let mut state = CycleState::new();
+        VolumeZone.pre_filter(&mut state, &p, &snap);
+        let fits: Vec<bool> = ["a", "b"]
+            .iter()
+            .map(|n| VolumeZone.filter(&state, &p, &snap.view(snap.position(n).unwrap_or(0))).is_success())
+            .collect();
+        assert_eq!(fits, [true, false]);
     }
 }

@@ -645,15 +645,25 @@ fn volumes_decide_the_node() {
         // Provisioned where the pod goes.
         claim("scratch", "fast", "ReadWriteOnce", ""),
         using("scratch-user", "scratch"),
+        // A bound claim whose volume is on no node of the cluster.
+        claim("pinned", "fast", "ReadWriteOnce", "pv-elsewhere"),
+        volume("pv-elsewhere", "fast", &on("elsewhere"), ""),
+        using("pinned-user", "pinned"),
     ]
     .concat();
     let sim = run(&yaml);
     assert_eq!(node_of(&sim, "default/trainer"), Some("b"));
     assert_eq!(node_of(&sim, "default/zonal-user"), Some("a"));
     assert!(node_of(&sim, "default/solo-1").is_some());
+    // kube 1.36's words and codes (conformance seeds 57 and 62): the claim
+    // in use fails each node in Filter, so preemption looks for victims.
     assert_eq!(
         reason_of(&sim, "default/solo-2"),
-        "0/3 nodes are available: node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+        "0/3 nodes are available: 3 node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+    );
+    assert_eq!(
+        reason_of(&sim, "default/pinned-user"),
+        "0/3 nodes are available: 3 node(s) didn't match PersistentVolume's node affinity. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     );
     assert_eq!(
         reason_of(&sim, "default/orphan-user"),
