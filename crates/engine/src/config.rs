@@ -387,7 +387,8 @@ pub fn parse(yaml: &str) -> Result<Configuration, ConfigError> {
     let de = serde_yaml_ng::Deserializer::from_str(yaml);
     let cfg: Configuration = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
-        let path = if path == "." { "(root)".to_string() } else { path };
+        // An empty key at the top names no field either (found by fuzzing).
+        let path = if path == "." || path.is_empty() { "(root)".to_string() } else { path };
         // The YAML error may already start with the path; say it once.
         let message = e.into_inner().to_string();
         let message = message.strip_prefix(&format!("{path}: ")).map(str::to_string).unwrap_or(message);
@@ -636,6 +637,7 @@ mod tests {
     fn errors_name_the_field() {
         let cases: &[(&str, &str, &str)] = &[
             ("unknown top-level field", "bogus: 1\n", "bogus"),
+            ("empty top-level key", "\"\": 1\n", "(root)"),
             ("wrong apiVersion", "", "apiVersion"),
             ("percentage over 100", "percentageOfNodesToScore: 101\n", "percentageOfNodesToScore"),
             ("non-numeric percentage", "percentageOfNodesToScore: lots\n", "percentageOfNodesToScore"),
