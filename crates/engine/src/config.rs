@@ -41,6 +41,11 @@ pub struct Configuration {
     pub pod_initial_backoff_seconds: u64,
     #[serde(default = "default_max_backoff")]
     pub pod_max_backoff_seconds: u64,
+    /// How long an assumed pod whose binding succeeded may wait for the
+    /// API to show it bound before the cache forgets it (kube-scheduler's
+    /// assumed-pod expiry); 0 keeps it until the API shows it.
+    #[serde(default = "default_assumed_pod_ttl", rename = "assumedPodTTLSeconds")]
+    pub assumed_pod_ttl_seconds: u64,
     #[serde(default)]
     pub client_connection: ClientConnection,
     #[serde(default)]
@@ -178,6 +183,9 @@ fn default_initial_backoff() -> u64 {
 fn default_max_backoff() -> u64 {
     10
 }
+fn default_assumed_pod_ttl() -> u64 {
+    30
+}
 fn default_profiles() -> Vec<ProfileConfig> {
     vec![ProfileConfig::default()]
 }
@@ -190,6 +198,7 @@ impl Default for Configuration {
             percentage_of_nodes_to_score: 0,
             pod_initial_backoff_seconds: default_initial_backoff(),
             pod_max_backoff_seconds: default_max_backoff(),
+            assumed_pod_ttl_seconds: default_assumed_pod_ttl(),
             client_connection: ClientConnection::default(),
             leader_election: LeaderElection::default(),
             profiles: default_profiles(),

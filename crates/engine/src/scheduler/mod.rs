@@ -196,11 +196,13 @@ impl Scheduler {
         for (i, p) in profiles.iter().enumerate() {
             by_name.entry(p.scheduler_name.clone()).or_default().push(i);
         }
+        let mut cache = Cache::with_facts(cfg.node_facts.clone());
+        cache.set_assumed_ttl(cfg.assumed_pod_ttl_seconds.saturating_mul(1000));
         Ok(Scheduler {
             by_name,
             profiles,
             plugin_events,
-            cache: Cache::with_facts(cfg.node_facts.clone()),
+            cache,
             fact_warnings: HashSet::new(),
             new_warnings: Vec::new(),
             snapshot: Snapshot::new(),
@@ -760,6 +762,9 @@ impl Scheduler {
     /// Unreserve runs, and the pod retries after backoff (if it still exists).
     pub fn finish_binding(&mut self, mut task: BindingTask, status: &Status, now: Millis) {
         if status.is_success() {
+            // The bound view confirms it; until then the assumption holds,
+            // for the configured TTL at most (`expire_assumed_pods`).
+            self.cache.finish_binding(&task.pod.uid, now);
             for p in &task.profile.post_bind {
                 if let Some(pb) = p.as_post_bind() {
                     pb.post_bind(&mut task.state, &task.pod, &task.node);
@@ -783,5 +788,21 @@ impl Scheduler {
                 self.joined_queue(&key, &uid, now);
             }
         }
+    }
+
+    /// Forgets the assumed pods whose binding succeeded more than
+    /// `assumedPodTTLSeconds` before `now` while the API never showed them
+    /// bound (kube-scheduler's assumed-pod expiry: a lost watch event must
+    /// not hold a node's resources for ever). Returns them as they were
+    /// assumed; a driver that knows one is still pending queues it again.
+    pub fn expire_assumed_pods(&mut self, now: Millis) -> Vec<PodRef> {
+        if self.cache.awaiting_confirmation() == 0 {
+            return Vec::new();
+        }
+        let expired = self.cache.cleanup_assumed_pods(now);
+        if !expired.is_empty() {
+            self.fire(ClusterEvent::new(EventResource::AssignedPod, EventAction::Delete), now);
+        }
+        expired
     }
 }
