@@ -56,6 +56,13 @@ pub enum Source {
     Pdbs,
 }
 
+/// How long each watch request lasts before the API server ends it and
+/// the watcher resumes from where it was (no relist). kube-rs gives up on
+/// a watch silent for this plus 5 s, so this bounds how long a half-open
+/// connection hides the cluster from the scheduler; client-go's HTTP/2
+/// pings notice one in about 45 s, and this stays below that.
+pub const WATCH_TIMEOUT_SECS: u32 = 30;
+
 /// Pods in a terminal phase hold no resources, as in kube-scheduler.
 const NOT_FINISHED: &str = "status.phase!=Succeeded,status.phase!=Failed";
 
@@ -77,7 +84,8 @@ where
     T: From<Change> + Send + 'static,
 {
     let (keep_pods, keep_nodes) = keep;
-    spawn(Api::<K8sNode>::all(client.clone()), watcher::Config::default(), Source::Nodes, tx.clone(), move |n| {
+    let config = || watcher::Config::default().timeout(WATCH_TIMEOUT_SECS);
+    spawn(Api::<K8sNode>::all(client.clone()), config(), Source::Nodes, tx.clone(), move |n| {
         match convert::node_from_k8s(n) {
             Ok(mut node) => {
                 if keep_nodes {
@@ -91,13 +99,13 @@ where
             }
         }
     });
-    spawn(Api::<Namespace>::all(client.clone()), watcher::Config::default(), Source::Namespaces, tx.clone(), |ns| {
+    spawn(Api::<Namespace>::all(client.clone()), config(), Source::Namespaces, tx.clone(), |ns| {
         let labels: Labels = ns.labels().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         Some(Change::Namespace(ns.name_any(), labels))
     });
-    let bound = watcher::Config::default().fields(&format!("spec.nodeName!=,{NOT_FINISHED}"));
+    let bound = config().fields(&format!("spec.nodeName!=,{NOT_FINISHED}"));
     spawn(Api::<K8sPod>::all(client.clone()), bound, Source::BoundPods, tx.clone(), pod_change);
-    spawn(Api::<PodDisruptionBudget>::all(client.clone()), watcher::Config::default(), Source::Pdbs, tx.clone(), |b| {
+    spawn(Api::<PodDisruptionBudget>::all(client.clone()), config(), Source::Pdbs, tx.clone(), |b| {
         match convert::pdb_from_k8s(b) {
             Ok(pdb) => Some(Change::Pdb(Box::new(pdb))),
             Err(e) => {
@@ -110,7 +118,7 @@ where
     let mut sources = vec![Source::Nodes, Source::Namespaces, Source::BoundPods, Source::Pdbs];
     if podgroups {
         let api = Api::<PodGroupResource>::all(client.clone());
-        spawn(api, watcher::Config::default(), Source::PodGroups, tx.clone(), |g| match g.convert() {
+        spawn(api, config(), Source::PodGroups, tx.clone(), |g| match g.convert() {
             Ok(group) => Some(Change::PodGroup(Box::new(group))),
             Err(e) => {
                 // Its members wait as members of an unknown group would.
@@ -122,8 +130,7 @@ where
     }
     let names: HashSet<&String> = scheduler_names.iter().collect();
     for name in names {
-        let pending =
-            watcher::Config::default().fields(&format!("spec.schedulerName={name},spec.nodeName=,{NOT_FINISHED}"));
+        let pending = config().fields(&format!("spec.schedulerName={name},spec.nodeName=,{NOT_FINISHED}"));
         let change = move |p: &K8sPod| {
             let mut change = pod_change(p);
             if keep_pods && let Some(Change::Pod(pod)) = &mut change {

@@ -3,7 +3,7 @@
 //! etcd compaction, the scheduler's memory, and the check that its cache
 //! agrees with the API server once the faults are over.
 //!
-//! [`Proxy`]: the TCP proxy of `support/proxy.rs`
+//! [`Proxy`]: super::proxy::Proxy
 
 #![allow(dead_code)] // each test binary uses part of it
 
