@@ -183,8 +183,13 @@ fn default_initial_backoff() -> u64 {
 fn default_max_backoff() -> u64 {
     10
 }
+/// kube-scheduler's last non-zero value, 15 min (its first, 30 s, expired
+/// pods whose bound view was merely late). Long enough that a watch that
+/// fell behind catches up first (`run` replaces a dead watch within a
+/// minute), short enough that a lost event does not hold a node's room
+/// for good.
 fn default_assumed_pod_ttl() -> u64 {
-    30
+    900
 }
 fn default_profiles() -> Vec<ProfileConfig> {
     vec![ProfileConfig::default()]

@@ -92,8 +92,8 @@ impl Binder for Accept {
 #[test]
 fn a_binding_never_confirmed_expires_after_the_ttl() {
     for (name, confirm, expired) in [("never confirmed", false, true), ("confirmed in time", true, false)] {
-        // ttl: the default 30 s; n1 takes 3 pods of 1 cpu (the last 10 %
-        // of its 4 are reserved).
+        // The default TTL; n1 takes 3 pods of 1 cpu (the last 10 % of its
+        // 4 are reserved).
         let mut s = scheduler();
         let mut tasks = Vec::new();
         for i in 0..3 {
@@ -113,13 +113,14 @@ fn a_binding_never_confirmed_expires_after_the_ttl() {
                 s.on_pod_upsert(bound, 11_000);
             }
         }
-        assert!(s.expire_assumed_pods(39_999).is_empty(), "{name}: expired before the TTL");
-        let gone = s.expire_assumed_pods(40_000);
+        let deadline = 10_000 + Configuration::default().assumed_pod_ttl_seconds * 1000;
+        assert!(s.expire_assumed_pods(deadline - 1).is_empty(), "{name}: expired before the TTL");
+        let gone = s.expire_assumed_pods(deadline);
         assert_eq!(gone.len(), if expired { 3 } else { 0 }, "{name}");
         assert_eq!(s.cache().pod_count(), if expired { 0 } else { 3 }, "{name}");
         // The late pod was unschedulable for want of room: the expiry is
         // the event that lets it in.
-        let next = s.schedule_one(40_000 + 60_000);
+        let next = s.schedule_one(deadline + 60_000);
         assert_eq!(matches!(next, Some(CycleOutcome::Assumed(_))), expired, "{name}");
     }
 }
