@@ -51,7 +51,7 @@ use engine::profile::DefaultPlugin;
 use engine::profile::build_profiles;
 use engine::registry::{Factory, Registry};
 use indicatif::{ProgressBar, ProgressStyle};
-use sim::{Manifests, SimOptions, report};
+use sim::{Manifests, SimOptions, compare, report};
 
 mod http;
 
@@ -130,6 +130,7 @@ impl App {
             .try_init();
         let result = match cli.command {
             Command::Simulate(args) => self.simulate(args),
+            Command::Replay(args) => self.replay(args),
             Command::CheckConfig { file } => self.check_config(&file),
             Command::Run(args) => self.run_live(args),
             Command::Snapshot { kubeconfig, output } => snapshot(kubeconfig, output),
@@ -157,6 +158,8 @@ struct Cli {
 enum Command {
     /// Schedule the pods in Kubernetes manifests offline, with the same engine as a live cluster.
     Simulate(SimulateArgs),
+    /// Replay a GPU cluster trace (Alibaba's openb) with the same engine: the FGD paper's protocol.
+    Replay(ReplayArgs),
     /// Validate a configuration file: exit 0, or exit 2 naming the bad field.
     CheckConfig {
         /// The configuration file (GpuSchedulerConfiguration YAML).
@@ -232,12 +235,58 @@ struct SimulateArgs {
     #[arg(long)]
     now: Option<String>,
     /// Show the full decision for one pod (NAMESPACE/NAME).
-    #[arg(long, value_name = "NS/POD")]
+    #[arg(long, value_name = "NS/POD", conflicts_with = "compare")]
     explain: Option<String>,
+    /// Simulate the same manifests under two configurations and compare
+    /// them (GPU allocation, fragmentation, pending pods, GPU pods on a
+    /// preferred model).
+    #[arg(long, num_args = 2, value_names = ["A.yaml", "B.yaml"], conflicts_with = "config")]
+    compare: Option<Vec<PathBuf>>,
+    /// Also write the result as one self-contained HTML page with charts.
+    #[arg(long, value_name = "FILE.html")]
+    report: Option<PathBuf>,
     /// Manifests: multi-document YAML of Nodes, Pods, Namespaces,
     /// PriorityClasses, Deployments, ReplicaSets, StatefulSets and Jobs.
     #[arg(required = true)]
     files: Vec<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum TraceFormat {
+    /// Alibaba's cluster-trace-gpu-v2023 node and pod lists (CSV).
+    Openb,
+}
+
+#[derive(clap::Args)]
+struct ReplayArgs {
+    /// The trace's format.
+    #[arg(long, value_enum)]
+    format: TraceFormat,
+    /// The node list (CSV: sn,cpu_milli,memory_mib,gpu,model).
+    #[arg(long)]
+    nodes: PathBuf,
+    /// The pod list (CSV: name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...]).
+    #[arg(long)]
+    pods: PathBuf,
+    /// Configuration file; without one, the default profile.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Seed for the shuffle, the copies and ties between equally scored nodes.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Append random copies of the pods until their GPU requests reach this
+    /// multiple of the cluster's GPUs.
+    #[arg(long, default_value_t = 1.3)]
+    inflate: f64,
+    /// Report format.
+    #[arg(long, value_enum, default_value = "table")]
+    output: Output,
+    /// Replay under two configurations and compare them.
+    #[arg(long, num_args = 2, value_names = ["A.yaml", "B.yaml"], conflicts_with = "config")]
+    compare: Option<Vec<PathBuf>>,
+    /// Also write the result as one self-contained HTML page with charts.
+    #[arg(long, value_name = "FILE.html")]
+    report: Option<PathBuf>,
 }
 
 /// Exit code for bad configuration or arguments, as `check-config` promises.
@@ -282,7 +331,6 @@ impl App {
     }
 
     fn simulate(&self, args: SimulateArgs) -> Result<(), Exit> {
-        let (cfg, extenders) = self.load_config(args.config.as_ref())?;
         let now = match &args.now {
             Some(t) => t
                 .parse::<jiff::Timestamp>()
@@ -298,31 +346,32 @@ impl App {
             tracing::debug!("{source}: {what} does not affect scheduling; ignored");
         }
 
-        // A progress bar on stderr for long runs on a terminal; never for JSON.
-        let show_progress = matches!(args.output, Output::Table) && std::io::stderr().is_terminal();
-        let started = Instant::now();
-        let mut bar: Option<ProgressBar> = None;
-        let mut progress = |done: usize, total: usize| {
-            if !show_progress || started.elapsed() < Duration::from_secs(1) {
-                return;
+        let run = |config: Option<&PathBuf>| -> Result<sim::Simulation, Exit> {
+            let (cfg, extenders) = self.load_config(config)?;
+            // A progress bar on stderr for long runs on a terminal; never for JSON.
+            let mut bar = progress_bar("pods");
+            bar.shown &= matches!(args.output, Output::Table);
+            let opts = SimOptions { seed: args.seed, now, explain: args.explain.clone(), extenders };
+            let result =
+                sim::simulate(&manifests, &cfg, &self.registry, &self.defaults, &opts, &mut |d, t| bar.update(d, t));
+            bar.finish();
+            let simulation = result?;
+            for w in &simulation.warnings {
+                eprintln!("warning: {w}");
             }
-            let b = bar.get_or_insert_with(|| {
-                let b = ProgressBar::new(total as u64);
-                if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} pods {per_sec}") {
-                    b.set_style(style);
-                }
-                b
-            });
-            b.set_position(done as u64);
+            Ok(simulation)
         };
-        let opts = SimOptions { seed: args.seed, now, explain: args.explain.clone(), extenders };
-        let result = sim::simulate(&manifests, &cfg, &self.registry, &self.defaults, &opts, &mut progress);
-        if let Some(b) = bar.take() {
-            b.finish_and_clear();
+        if let Some(configs) = &args.compare {
+            let runs = configs
+                .iter()
+                .map(|c| Ok(compare::Run::of_simulation(&c.display().to_string(), &run(Some(c))?)))
+                .collect::<Result<Vec<_>, Exit>>()?;
+            return comparison(&runs, args.output, args.report.as_ref(), "simulate --compare");
         }
-        let simulation = result?;
-        for w in &simulation.warnings {
-            eprintln!("warning: {w}");
+        let simulation = run(args.config.as_ref())?;
+        if let Some(path) = &args.report {
+            let label = config_label(args.config.as_ref());
+            write_report(path, "simulate", &[compare::Run::of_simulation(&label, &simulation)])?;
         }
 
         let explanation = match &args.explain {
@@ -345,6 +394,54 @@ impl App {
                     write!(out, "\n{}", report::explanation_table(e))?;
                 }
             }
+        }
+        Ok(())
+    }
+
+    fn replay(&self, args: ReplayArgs) -> Result<(), Exit> {
+        if !(args.inflate.is_finite() && args.inflate > 0.0 && args.inflate <= 10.0) {
+            return Err(bad_config(anyhow::anyhow!(
+                "--inflate {}: must be a number above 0 and at most 10",
+                args.inflate
+            )));
+        }
+        let TraceFormat::Openb = args.format;
+        let read = |path: &PathBuf| {
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display())).map_err(bad_config)
+        };
+        let (nodes_file, pods_file) = (args.nodes.to_string_lossy(), args.pods.to_string_lossy());
+        let nodes = sim::openb::read_nodes(&nodes_file, &read(&args.nodes)?).map_err(bad_config)?;
+        let pods = sim::openb::read_pods(&pods_file, &read(&args.pods)?).map_err(bad_config)?;
+        let opts = sim::replay::ReplayOptions { seed: args.seed, inflate: args.inflate };
+        let run = |config: Option<&PathBuf>| -> Result<sim::replay::Replay, Exit> {
+            let (cfg, _) = self.load_config(config)?;
+            let mut bar = progress_bar("pods");
+            let result =
+                sim::replay::replay(&nodes, &pods, &cfg, &self.registry, &self.defaults, &opts, &mut |d, t| {
+                    bar.update(d, t)
+                });
+            bar.finish();
+            Ok(result?)
+        };
+        if let Some(configs) = &args.compare {
+            let runs = configs
+                .iter()
+                .map(|c| Ok(compare::Run::of_replay(&c.display().to_string(), &run(Some(c))?)))
+                .collect::<Result<Vec<_>, Exit>>()?;
+            return comparison(&runs, args.output, args.report.as_ref(), &format!("replay --compare ({pods_file})"));
+        }
+        let replay = run(args.config.as_ref())?;
+        if let Some(path) = &args.report {
+            let label = config_label(args.config.as_ref());
+            write_report(path, &format!("replay ({pods_file})"), &[compare::Run::of_replay(&label, &replay)])?;
+        }
+        let mut out = std::io::stdout().lock();
+        match args.output {
+            Output::Json => {
+                serde_json::to_writer(&mut out, &report::replay_json(&replay))?;
+                writeln!(out)?;
+            }
+            Output::Table => write!(out, "{}", report::replay_table(&replay))?,
         }
         Ok(())
     }
@@ -378,6 +475,67 @@ impl App {
             live::run(clients, scheduler, options, shutdown_signal()).await?;
             Ok(())
         })
+    }
+}
+
+/// The configuration's name in reports.
+fn config_label(config: Option<&PathBuf>) -> String {
+    config.map_or_else(|| "default profile".to_string(), |c| c.display().to_string())
+}
+
+/// Writes the HTML report of `runs`.
+fn write_report(path: &PathBuf, title: &str, runs: &[compare::Run]) -> Result<(), Exit> {
+    std::fs::write(path, compare::html(title, runs)).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Prints a comparison (table or JSON) and writes its report if asked.
+fn comparison(runs: &[compare::Run], output: Output, report: Option<&PathBuf>, title: &str) -> Result<(), Exit> {
+    if let Some(path) = report {
+        write_report(path, title, runs)?;
+    }
+    let mut out = std::io::stdout().lock();
+    match output {
+        Output::Json => writeln!(out, "{}", compare::json(runs))?,
+        Output::Table => write!(out, "{}", compare::table(runs))?,
+    }
+    Ok(())
+}
+
+/// A progress bar on stderr for runs longer than a second, when stderr is
+/// a terminal.
+struct Progress {
+    label: &'static str,
+    started: Instant,
+    bar: Option<ProgressBar>,
+    shown: bool,
+}
+
+fn progress_bar(label: &'static str) -> Progress {
+    Progress { label, started: Instant::now(), bar: None, shown: std::io::stderr().is_terminal() }
+}
+
+impl Progress {
+    fn update(&mut self, done: usize, total: usize) {
+        if !self.shown || self.started.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        let label = self.label;
+        let b = self.bar.get_or_insert_with(|| {
+            let b = ProgressBar::new(total as u64);
+            if let Ok(style) = ProgressStyle::with_template(&format!("{{bar:40}} {{pos}}/{{len}} {label} {{per_sec}}"))
+            {
+                b.set_style(style);
+            }
+            b
+        });
+        b.set_position(done as u64);
+    }
+
+    fn finish(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
     }
 }
 

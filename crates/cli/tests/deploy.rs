@@ -30,6 +30,12 @@ fn expected_rules() -> Vec<Value> {
         json!({"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"], "verbs": ["get", "list", "watch"]}),
         json!({"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups/status"], "verbs": ["patch", "update"]}),
         json!({"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["list", "watch"]}),
+        json!({"apiGroups": [""], "resources": ["persistentvolumeclaims", "persistentvolumes"], "verbs": ["list", "watch"]}),
+        json!({"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "csinodes"], "verbs": ["list", "watch"]}),
+        json!({"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get", "patch"]}),
+        json!({"apiGroups": [""], "resources": ["persistentvolumes"], "verbs": ["patch"]}),
+        json!({"apiGroups": [""], "resources": ["services", "replicationcontrollers"], "verbs": ["list", "watch"]}),
+        json!({"apiGroups": ["apps"], "resources": ["replicasets", "statefulsets"], "verbs": ["list", "watch"]}),
     ]
 }
 

@@ -27,12 +27,13 @@ type Scenario = fn(&Cluster);
 #[test]
 fn scheduling_a_live_cluster() {
     let c = Cluster::up("main");
-    let scenarios: [(&str, Scenario); 5] = [
+    let scenarios: [(&str, Scenario); 6] = [
         ("policy placement", policy_placement),
         ("CEL rules from the config", cel_rules),
         ("snapshot and simulate agree with the live run", snapshot_agrees_with_live_run),
         ("a 1,000-pod burst", burst_of_a_thousand),
         ("killed and restarted", killed_and_restarted),
+        ("GPU devices survive a restart", gpu_devices_survive_a_restart),
     ];
     let failed: Vec<&str> = std::thread::scope(|scope| {
         let handles: Vec<_> = scenarios.iter().map(|(name, f)| (*name, scope.spawn(|| f(&c)))).collect();
@@ -297,6 +298,47 @@ fn killed_and_restarted(c: &Cluster) {
     assert!(twice.is_empty(), "pods reported scheduled more than once: {twice:?}");
     let log = second.log_text();
     assert!(!log.contains("binding failed"), "the restarted scheduler re-bound a pod:\n{log}");
+}
+
+/// The GPU devices a pod gets reach it through the Binding's annotations
+/// (the API server copies them onto the pod), and a restarted scheduler
+/// reads them back: a whole GPU freed before the restart is given again,
+/// never the device a share still holds.
+fn gpu_devices_survive_a_restart(c: &Cluster) {
+    let pool = [("pool", "devices")];
+    setup(c, "devices", &node_yaml("devices-0", &pool, 32, 128, 2, &[]));
+    let config = c.file("devices-config.yaml", &config_yaml("gs-devices", "devices", 50, 100));
+    let pod = |name: &str, annotations: &str, gpus: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  annotations: {{{annotations}}}\nspec:\n  schedulerName: gs-devices\n  containers:\n  - name: c\n    image: registry.k8s.io/pause:3.10\n    resources: {{requests: {{cpu: 100m{gpus}}}, limits: {{cpu: 100m{gpus}}}}}\n"
+        )
+    };
+    let whole = |name: &str| pod(name, "", ", nvidia.com/gpu: \"1\"");
+    let half = |name: &str| pod(name, "gpu-scheduler.io/gpu-milli: \"500\"", "");
+    let index = |name: &str| {
+        wait_for(120, &format!("{name} bound with its devices"), || {
+            let p = c.get_json(&["pod", "-n", "devices", name]);
+            let i = s(&p["metadata"]["annotations"]["gpu-scheduler.io/gpu-index"]);
+            (!s(&p["spec"]["nodeName"]).is_empty() && !i.is_empty()).then_some(i)
+        })
+    };
+
+    let mut first = c.start_scheduler(&config, &c.dir.join("devices-scheduler-1.log"));
+    c.kubectl_in(&["create", "-n", "devices", "-f", "-"], &whole("w0"));
+    assert_eq!(index("w0"), "0", "a whole GPU: the first free device");
+    c.kubectl_in(&["create", "-n", "devices", "-f", "-"], &half("s1"));
+    assert_eq!(index("s1"), "1", "a share: the device left");
+    first.kill();
+
+    // Device 0 comes free while no scheduler runs. Reading the pods alone,
+    // a share would be put on the lowest free device, 0; its annotation says 1.
+    c.kubectl(&["delete", "pod", "-n", "devices", "w0", "--force", "--grace-period=0"]);
+    let mut second = c.start_scheduler(&config, &c.dir.join("devices-scheduler-2.log"));
+    c.kubectl_in(&["create", "-n", "devices", "-f", "-"], &whole("w2"));
+    assert_eq!(index("w2"), "0", "the whole GPU goes to the freed device, not to the share's");
+    c.kubectl_in(&["create", "-n", "devices", "-f", "-"], &half("s2"));
+    assert_eq!(index("s2"), "1", "the second half beside the first");
+    assert!(second.terminate().success());
 }
 
 /// kube-apiserver restarted in the middle of a burst: the watches relist,

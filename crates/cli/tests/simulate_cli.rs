@@ -120,7 +120,8 @@ fn json_report_of_the_example_matches_golden_and_the_contract() {
     assert_eq!(giant["node"], Value::Null);
     assert_eq!(
         giant["reason"],
-        "0/10 nodes are available: 1 node(s) in maintenance mode, 1 node(s) too hot, 6 Insufficient cpu, \
+        // Five: the inference replicas pack on t4-a1, keeping t4-c1 whole.
+        "0/10 nodes are available: 1 node(s) in maintenance mode, 1 node(s) too hot, 5 Insufficient cpu, \
          6 Insufficient memory, 8 Insufficient nvidia.com/gpu. preemption: 0/10 nodes are available: \
          10 Preemption is not helpful for scheduling."
     );
@@ -644,4 +645,117 @@ fn cel_rules_example_places_like_the_builtin_plugins() {
     let b2 = verdicts.iter().find(|n| n["node"] == "cpu-b2").unwrap();
     assert_eq!(b2["plugin"], "CelRules");
     assert_eq!(b2["reasons"][0], "node(s) in maintenance mode");
+}
+
+/// A small openb trace: two 8-GPU nodes and a 2-GPU one; whole, shared,
+/// multi-GPU and CPU-only pods.
+const TRACE_NODES: &str =
+    "sn,cpu_milli,memory_mib,gpu,model\nn0,96000,393216,8,G2\nn1,96000,393216,8,G2\nn2,16000,122880,2,P100\n";
+const TRACE_PODS: &str = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\np0,12000,16384,1,1000,\np1,6000,12288,1,460,\np2,4000,8192,1,500,P100\np3,32000,65536,4,1000,\np4,4000,8192,0,0,\n";
+
+/// `replay`: the JSON contract (DESIGN.md §1), the table, and a bad CSV
+/// naming file, line and column with exit code 2.
+#[test]
+fn replay_reports_the_curve_and_rejects_bad_csv() {
+    let dir = scratch("replay");
+    let nodes = write(&dir, "nodes.csv", TRACE_NODES);
+    let pods = write(&dir, "pods.csv", TRACE_PODS);
+    let args = |output: &'static str| {
+        vec!["replay", "--format", "openb", "--nodes", &nodes, "--pods", &pods, "--seed", "7", "--output", output]
+            .into_iter()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let json = run(&args("json").iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(json.code, Some(0), "{}", json.stderr);
+    let v: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(v["gpus_total"].as_i64(), Some(18));
+    // 1.3 × 18 GPUs asked: the five pods and copies up to 23.4 GPUs, not all of which fit.
+    let (replayed, placed) = (v["pods"].as_u64().unwrap(), v["placed"].as_u64().unwrap());
+    assert!(replayed > 5 && placed < replayed, "{replayed} {placed}");
+    let curve = v["curve"].as_array().unwrap();
+    assert_eq!(curve.len(), 131, "every percent from 0 to 130");
+    for (i, p) in curve.iter().enumerate() {
+        assert_eq!(p["arrived_pct"].as_u64(), Some(i as u64));
+        let (a, f) = (p["allocated_pct"].as_f64().unwrap(), p["fragmentation_pct"].as_f64().unwrap());
+        assert!((0.0..=100.0).contains(&a) && (0.0..=100.0).contains(&f), "{p}");
+    }
+    let table = run(&args("table").iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(table.stdout.starts_with("Replayed ") && table.stdout.contains("ARRIVED  ALLOCATED"), "{}", table.stdout);
+
+    let bad = write(&dir, "bad.csv", "sn,cpu_milli,memory_mib,gpu,model\nn0,96000,lots,8,G2\n");
+    let out = run(&["replay", "--format", "openb", "--nodes", &bad, "--pods", &pods]);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("bad.csv:2: column memory_mib: \"lots\" is not an integer"), "{}", out.stderr);
+    let out = run(&["replay", "--format", "openb", "--nodes", &nodes, "--pods", &pods, "--inflate", "0"]);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+}
+
+/// Headless Chromium (Debian's `chromium`, which `.ci/run` installs).
+fn chromium() -> String {
+    ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
+        .unwrap_or_else(|| panic!("headless Chromium is needed to check the HTML report: apt-get install chromium"))
+        .to_string()
+}
+
+/// Renders `page` in headless Chromium: its DOM after loading, and a
+/// screenshot.
+fn render(dir: &Path, page: &Path) -> (String, Vec<u8>) {
+    let url = format!("file://{}", page.display());
+    let browser = |extra: &[String]| {
+        let out = Command::new(chromium())
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            .args(["--disable-component-update", "--disable-sync", "--no-first-run"])
+            .arg(format!("--user-data-dir={}", dir.join("chromium-profile").display()))
+            .args(extra)
+            .arg(&url)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "chromium: {}", String::from_utf8_lossy(&out.stderr));
+        out
+    };
+    let dom = String::from_utf8(browser(&["--dump-dom".to_string()]).stdout).unwrap();
+    let png = dir.join("report.png");
+    browser(&["--window-size=1000,1200".to_string(), format!("--screenshot={}", png.display())]);
+    (dom, std::fs::read(&png).unwrap())
+}
+
+/// `simulate --compare A B --report FILE.html`: the table, and a page
+/// whose charts a browser renders (one curve and one heat strip per
+/// configuration, a cell per GPU node).
+#[test]
+fn compare_with_an_html_report_renders_in_a_browser() {
+    let dir = scratch("report");
+    let page = dir.join("report.html");
+    let page_arg = page.to_string_lossy().into_owned();
+    let out = run(&[
+        "simulate",
+        "--now",
+        NOW,
+        "--compare",
+        "examples/config.yaml",
+        "examples/gpu-binpack-config.yaml",
+        "examples/gpu-sharing.yaml",
+        "--report",
+        &page_arg,
+    ]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(lines[0].contains("examples/config.yaml") && lines[0].contains("examples/gpu-binpack-config.yaml"));
+    let allocated: Vec<f64> =
+        lines[1].split_whitespace().filter_map(|c| c.strip_suffix('%')).map(|c| c.parse().unwrap()).collect();
+    assert!(allocated[0] > allocated[1], "fragmentation places more GPU work than binpack here: {}", out.stdout);
+
+    let (dom, png) = render(&dir, &page);
+    assert_eq!(dom.matches("<polyline class=\"curve\"").count(), 2, "{dom}");
+    assert_eq!(dom.matches("class=\"heat-strip\"").count(), 2);
+    assert_eq!(dom.matches("<rect class=\"node\"").count(), 12, "six GPU nodes, two configurations");
+    assert!(dom.contains("<table id=\"summary\">"));
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "a screenshot with something on it: {} bytes",
+        png.len()
+    );
 }

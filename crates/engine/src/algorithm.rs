@@ -766,6 +766,7 @@ mod tests {
             pre_bind: vec![],
             bind: vec![],
             post_bind: vec![],
+            gpu_placement: Default::default(),
         }
     }
 

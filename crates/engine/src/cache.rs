@@ -12,12 +12,17 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
+use crate::config::Configuration;
+use crate::devices::{ShapeStats, TypicalShapes};
 use crate::disruption::Pdb;
+use crate::dra::{DeviceClass, DraObjects, PodAllocations, ResourceClaim, Slice};
 use crate::facts::{Cloud, FactWarning, FactsConfig, NodeFacts, service_identity};
 use crate::model::{LABEL_REGION, LABEL_ZONE, Labels, Node, Pod, PodRef};
 pub use crate::node_info::{FactCounts, NodeInfo, NodeSummary, NodeView};
 use crate::resources::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST};
+use crate::selectors::WorkloadSelectors;
 use crate::time::Millis;
+use crate::volumes::{Claim, CsiNode, PodVolumeBindings, StorageClass, Volume, VolumeObjects};
 
 /// Pod-level non-zero request defaults, as kube-scheduler's
 /// `GetNonzeroRequests`: applied per container by conversion; this helper
@@ -85,6 +90,19 @@ pub struct Cache {
     /// Assumed pods whose binding finished, by deadline then uid: what
     /// [`Cache::cleanup_assumed_pods`] looks at, without scanning every pod.
     deadlines: std::collections::BTreeSet<(Millis, String)>,
+    /// Claims, volumes, classes and CSINodes, with assumed bindings.
+    volumes: Arc<VolumeObjects>,
+    volumes_generation: u64,
+    /// Services' and controllers' selectors (default spreading).
+    workloads: Arc<WorkloadSelectors>,
+    workloads_generation: u64,
+    /// ResourceSlices, DeviceClasses and ResourceClaims, with assumed
+    /// allocations.
+    dra: Arc<DraObjects>,
+    dra_generation: u64,
+    /// The pod shapes seen, for the GPU fragmentation measure.
+    shapes: ShapeStats,
+    shapes_generation: u64,
 }
 
 /// A gang's members in the cache.
@@ -147,7 +165,35 @@ impl Cache {
 
     /// A cache that reads node facts with `facts_config`.
     pub fn with_facts(facts_config: FactsConfig) -> Self {
-        Cache { node_set_generation: 1, facts_config, ..Default::default() }
+        let dra = Arc::new(DraObjects::with_gpu_drivers(&facts_config.dra_gpu_drivers));
+        Cache { node_set_generation: 1, facts_config, dra, ..Default::default() }
+    }
+
+    /// A cache for `cfg`: its node facts, GPU shapes settings and
+    /// assumed-pod TTL.
+    pub fn for_config(cfg: &Configuration) -> Self {
+        Cache {
+            node_set_generation: 1,
+            facts_config: cfg.node_facts.clone(),
+            dra: Arc::new(DraObjects::with_gpu_drivers(&cfg.node_facts.dra_gpu_drivers)),
+            shapes: ShapeStats::new(cfg.gpu_shapes.clone()),
+            assumed_ttl: cfg.assumed_pod_ttl_seconds.saturating_mul(1000),
+            ..Default::default()
+        }
+    }
+
+    /// Counts a pod's shape for the typical GPU shapes (once per pod: when
+    /// it is queued, or first seen bound).
+    pub fn observe_shape(&mut self, pod: &Pod) {
+        // `observe` says when the typical shapes changed.
+        if self.shapes.observe(pod) {
+            self.shapes_generation += 1;
+        }
+    }
+
+    /// The typical pod shapes as learned so far.
+    pub fn gpu_shapes(&self) -> &Arc<TypicalShapes> {
+        self.shapes.typical()
     }
 
     /// Counts `pod` (+1 or -1) for its service on a node with these facts.
@@ -203,6 +249,176 @@ impl Cache {
         }
     }
 
+    /// Services' and controllers' selectors, to change.
+    pub fn workloads_mut(&mut self) -> &mut WorkloadSelectors {
+        self.workloads_generation += 1;
+        Arc::make_mut(&mut self.workloads)
+    }
+
+    fn volumes_mut(&mut self) -> &mut VolumeObjects {
+        self.volumes_generation += 1;
+        Arc::make_mut(&mut self.volumes)
+    }
+
+    pub fn volumes(&self) -> &VolumeObjects {
+        &self.volumes
+    }
+
+    pub fn upsert_claim(&mut self, claim: Claim) {
+        self.volumes_mut().upsert_claim(claim);
+    }
+
+    pub fn remove_claim(&mut self, namespace: &str, name: &str) {
+        self.volumes_mut().remove_claim(namespace, name);
+    }
+
+    pub fn upsert_volume(&mut self, volume: Volume) {
+        self.volumes_mut().upsert_volume(volume);
+    }
+
+    pub fn remove_volume(&mut self, name: &str) {
+        self.volumes_mut().remove_volume(name);
+    }
+
+    pub fn upsert_storage_class(&mut self, class: StorageClass) {
+        self.volumes_mut().upsert_class(class);
+    }
+
+    pub fn remove_storage_class(&mut self, name: &str) {
+        self.volumes_mut().remove_class(name);
+    }
+
+    pub fn upsert_csi_node(&mut self, csi: CsiNode) {
+        self.volumes_mut().upsert_csi_node(csi);
+    }
+
+    pub fn remove_csi_node(&mut self, node: &str) {
+        self.volumes_mut().remove_csi_node(node);
+    }
+
+    /// Assumes a decision's volume bindings (see [`VolumeObjects::assume`]).
+    pub fn assume_volumes(&mut self, pod_uid: &str, bindings: &PodVolumeBindings) {
+        self.volumes_mut().assume(pod_uid, bindings);
+    }
+
+    /// Undoes them (the binding failed).
+    pub fn forget_volumes(&mut self, pod_uid: &str) {
+        if self.volumes.assumed(pod_uid).is_some() {
+            self.volumes_mut().forget(pod_uid);
+        }
+    }
+
+    /// Keeps them (the binding was written).
+    pub fn confirm_volumes(&mut self, pod_uid: &str) {
+        if self.volumes.assumed(pod_uid).is_some() {
+            self.volumes_mut().confirm(pod_uid);
+        }
+    }
+
+    fn dra_mut(&mut self) -> &mut DraObjects {
+        self.dra_generation += 1;
+        Arc::make_mut(&mut self.dra)
+    }
+
+    pub fn dra(&self) -> &DraObjects {
+        &self.dra
+    }
+
+    pub fn upsert_slice(&mut self, slice: Slice) {
+        let nodes = self.dra_mut().upsert_slice(slice);
+        self.refresh_dra_gpus(&nodes);
+    }
+
+    pub fn remove_slice(&mut self, name: &str) {
+        let nodes = self.dra_mut().remove_slice(name);
+        self.refresh_dra_gpus(&nodes);
+    }
+
+    pub fn upsert_device_class(&mut self, class: DeviceClass) {
+        self.dra_mut().upsert_class(class);
+    }
+
+    pub fn remove_device_class(&mut self, name: &str) {
+        self.dra_mut().remove_class(name);
+    }
+
+    pub fn upsert_resource_claim(&mut self, claim: ResourceClaim) {
+        let nodes = self.dra_mut().upsert_claim(claim);
+        self.refresh_dra_gpus(&nodes);
+    }
+
+    pub fn remove_resource_claim(&mut self, namespace: &str, name: &str) {
+        let nodes = self.dra_mut().remove_claim(namespace, name);
+        self.refresh_dra_gpus(&nodes);
+    }
+
+    /// Assumes a decision's claim allocations and reservations (see
+    /// [`DraObjects::assume`]).
+    pub fn assume_claims(&mut self, pod_uid: &str, decisions: &PodAllocations) {
+        let nodes = self.dra_mut().assume(pod_uid, decisions);
+        self.refresh_dra_gpus(&nodes);
+    }
+
+    /// Undoes them (the binding failed).
+    pub fn forget_claims(&mut self, pod_uid: &str) {
+        if self.dra.has_assumed(pod_uid) {
+            let nodes = self.dra_mut().forget(pod_uid);
+            self.refresh_dra_gpus(&nodes);
+        }
+    }
+
+    /// Keeps them (the claims were written).
+    pub fn confirm_claims(&mut self, pod_uid: &str) {
+        if self.dra.has_assumed(pod_uid) {
+            self.dra_mut().confirm(pod_uid);
+        }
+    }
+
+    /// Lays out again the GPU devices of `nodes` from their DRA slices, with
+    /// the devices their allocated claims take; their GPU model fact is
+    /// the slices' when no label names one.
+    fn refresh_dra_gpus(&mut self, nodes: &[String]) {
+        for name in nodes {
+            let Some(info) = self.nodes.get(name) else { continue };
+            let layout = self.dra.gpu_layout(name);
+            if layout.is_none() && !info.gpus.is_dra() {
+                continue;
+            }
+            let held: Vec<(String, crate::devices::DeviceSet)> = match &layout {
+                None => Vec::new(),
+                Some(l) => self
+                    .dra
+                    .claims_on(name)
+                    .filter_map(|c| {
+                        let a = c.allocation.as_ref()?;
+                        let set: crate::devices::DeviceSet = a
+                            .devices
+                            .iter()
+                            .filter(|d| !d.admin_access)
+                            .filter_map(|d| l.devices.iter().position(|x| *x == d.id))
+                            .collect();
+                        (!set.is_empty()).then(|| (c.uid.clone(), set))
+                    })
+                    .collect(),
+            };
+            let model = self.dra_model(name, layout.as_ref());
+            let info = self.touch(name);
+            info.set_dra_gpus(layout.as_ref(), &held);
+            info.facts.gpu_model = model;
+        }
+    }
+
+    /// The GPU model of a node: its labels' (as node facts read them), or
+    /// else its DRA slices'.
+    fn dra_model(&self, node: &str, layout: Option<&crate::dra::GpuLayout>) -> Option<Arc<str>> {
+        let from_labels = self.nodes.get(node).and_then(|i| NodeFacts::of(&i.node, &self.facts_config).0.gpu_model);
+        from_labels.or_else(|| {
+            let l = layout?;
+            let m = l.model.as_deref()?;
+            if l.model_is_product { self.facts_config.normalise_product(m).map(Arc::from) } else { Some(Arc::from(m)) }
+        })
+    }
+
     fn touch(&mut self, name: &str) -> &mut NodeInfo {
         self.generation += 1;
         let generation = self.generation;
@@ -251,8 +467,9 @@ impl Cache {
         let name = node.name.clone();
         let info = self.touch(&name);
         let old_facts = std::mem::replace(&mut info.facts, facts.clone());
-        info.node = node;
+        info.set_node(node);
         info.has_node = true;
+        let dra_gpus = info.gpus.is_dra();
         // Service counts follow the node if its zone or cloud changed.
         if (&old_facts.zone, old_facts.cloud) != (&facts.zone, facts.cloud) {
             let pods = info.pods.clone();
@@ -263,6 +480,10 @@ impl Cache {
         }
         if set_changed {
             self.node_set_generation += 1;
+        }
+        // GPUs published through DRA, and their model when no label names it.
+        if dra_gpus || self.dra.gpu_layout(&name).is_some() {
+            self.refresh_dra_gpus(std::slice::from_ref(&name));
         }
         warnings
     }
@@ -366,11 +587,20 @@ impl Cache {
     /// assumed pod with the same UID is confirmed, moved if the API says it
     /// landed elsewhere.
     pub fn add_pod(&mut self, pod: PodRef) -> Result<(), CacheError> {
+        match self.pods.get(&pod.uid) {
+            Some(state) if !state.assumed => return Err(CacheError::PodExists(pod.key())),
+            Some(_) => {}
+            // Bound by someone else, or bound before we started: a pod seen for the first time.
+            None if pod.node_name.is_some() => self.observe_shape(&pod),
+            None => {}
+        }
+        self.insert_pod(pod)
+    }
+
+    /// Adds a bound pod, replacing an assumed one of the same UID.
+    fn insert_pod(&mut self, pod: PodRef) -> Result<(), CacheError> {
         let node = pod.node_name.clone().ok_or_else(|| CacheError::NoNodeName(pod.key()))?;
-        if let Some(state) = self.pods.get(&pod.uid) {
-            if !state.assumed {
-                return Err(CacheError::PodExists(pod.key()));
-            }
+        if self.pods.get(&pod.uid).is_some_and(|s| s.assumed) {
             self.remove_pod(&pod.uid)?;
         }
         let info = self.touch(&node);
@@ -385,7 +615,7 @@ impl Cache {
     /// Replaces a bound pod's state (labels or requests changed).
     pub fn update_pod(&mut self, pod: PodRef) -> Result<(), CacheError> {
         self.remove_pod(&pod.uid)?;
-        self.add_pod(pod)
+        self.insert_pod(pod)
     }
 
     /// Removes a pod (deleted, or forgotten).
@@ -415,6 +645,10 @@ impl Cache {
     /// Brings `snap` up to date: copies (by pointer) the nodes changed since
     /// its generation; rebuilds the node order only when nodes came or went.
     pub fn update_snapshot(&self, snap: &mut Snapshot) {
+        if snap.shapes_generation != Some(self.shapes_generation) {
+            snap.gpu_shapes = self.shapes.typical().clone();
+            snap.shapes_generation = Some(self.shapes_generation);
+        }
         for (_, name) in self.service_changes.range(snap.generation + 1..) {
             match self.services.get(name) {
                 Some(stats) => snap.services.insert(name.clone(), stats.clone()),
@@ -454,6 +688,18 @@ impl Cache {
         if snap.pdbs_generation != self.pdbs_generation {
             snap.pdbs = Arc::new(self.pdbs.values().cloned().collect());
             snap.pdbs_generation = self.pdbs_generation;
+        }
+        if snap.volumes_generation != self.volumes_generation {
+            snap.volumes = self.volumes.clone();
+            snap.volumes_generation = self.volumes_generation;
+        }
+        if snap.workloads_generation != self.workloads_generation {
+            snap.workloads = self.workloads.clone();
+            snap.workloads_generation = self.workloads_generation;
+        }
+        if snap.dra_generation != self.dra_generation {
+            snap.dra = self.dra.clone();
+            snap.dra_generation = self.dra_generation;
         }
     }
 
@@ -560,10 +806,20 @@ pub struct Snapshot {
     with_required_anti_affinity: Vec<usize>,
     namespaces: Arc<HashMap<String, Labels>>,
     pdbs: Arc<Vec<Pdb>>,
+    volumes: Arc<VolumeObjects>,
+    workloads: Arc<WorkloadSelectors>,
+    dra: Arc<DraObjects>,
     generation: u64,
     node_set_generation: u64,
     namespaces_generation: u64,
     pdbs_generation: u64,
+    volumes_generation: u64,
+    workloads_generation: u64,
+    dra_generation: u64,
+    /// The typical GPU pod shapes (from the cache's `ShapeStats`).
+    gpu_shapes: Arc<TypicalShapes>,
+    /// The cache's shapes generation copied; None before the first update.
+    shapes_generation: Option<u64>,
 }
 
 impl Snapshot {
@@ -574,6 +830,11 @@ impl Snapshot {
     /// How many nodes have each policy fact.
     pub fn fact_counts(&self) -> &FactCounts {
         &self.fact_counts
+    }
+
+    /// The typical pod shapes GPU fragmentation is measured against.
+    pub fn gpu_shapes(&self) -> &Arc<TypicalShapes> {
+        &self.gpu_shapes
     }
 
     /// Every node, in the scheduler's search order.
@@ -623,6 +884,25 @@ impl Snapshot {
     /// The PodDisruptionBudgets, for preemption.
     pub fn pdbs(&self) -> &[Pdb] {
         &self.pdbs
+    }
+
+    /// Claims, volumes, classes and CSINodes (with assumed bindings).
+    pub fn volumes(&self) -> &VolumeObjects {
+        &self.volumes
+    }
+
+    /// The same, shared, for plugin state that outlives the borrow.
+    pub fn dra(&self) -> &Arc<DraObjects> {
+        &self.dra
+    }
+
+    pub fn volumes_arc(&self) -> &Arc<VolumeObjects> {
+        &self.volumes
+    }
+
+    /// Services' and controllers' selectors (default spreading).
+    pub fn workloads(&self) -> &WorkloadSelectors {
+        &self.workloads
     }
 
     pub fn namespace_labels(&self, namespace: &str) -> Option<&Labels> {
@@ -929,5 +1209,29 @@ mod service_tests {
         cache.update_snapshot(&mut snap);
         let s = snap.view(0).summary().to_owned();
         assert_eq!((s.temperature_celsius(), s.cloud), (Some(71.0), Some(Cloud::Public)));
+    }
+
+    #[test]
+    fn pod_shapes_are_counted_once() {
+        use crate::devices::GpuRequest;
+        let mut cache = Cache::new();
+        cache.upsert_node(node("a").resource(crate::facts::GPU_RESOURCE, 8).build());
+        let seen = |c: &Cache| c.shapes.seen();
+        let gpu = |uid: &str| pod(uid).node("a").with(|p| p.gpu = GpuRequest::whole(1));
+        // Queued (the scheduler observes it), assumed, confirmed: once.
+        let queued = gpu("q").build();
+        cache.observe_shape(&queued);
+        cache.assume_pod(Arc::new(queued.clone())).unwrap();
+        cache.add_pod(Arc::new(queued)).unwrap();
+        assert_eq!(seen(&cache), 1);
+        // Found bound (another scheduler's, or before a restart), then updated: once.
+        cache.add_pod(gpu("b").arc()).unwrap();
+        cache.update_pod(gpu("b").label("x", "y").arc()).unwrap();
+        assert_eq!(seen(&cache), 2);
+        let mut snap = Snapshot::new();
+        cache.update_snapshot(&mut snap);
+        assert!(Arc::ptr_eq(snap.gpu_shapes(), cache.gpu_shapes()));
+        // Two pods (the older faded a little) and the prior's whole GPU, of four.
+        assert!((snap.gpu_shapes().shapes()[0].1 - 3.0 / 4.0).abs() < 1e-4);
     }
 }

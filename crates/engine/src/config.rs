@@ -9,6 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::devices::{GpuPlacement, GpuShapesConfig};
 use crate::facts::FactsConfig;
 
 pub const API_VERSION: &str = "gpu-scheduler.io/v1alpha1";
@@ -58,6 +59,9 @@ pub struct Configuration {
     /// HTTP extenders, in kube-scheduler's shape (`KubeSchedulerConfiguration.extenders`).
     #[serde(default)]
     pub extenders: Vec<ExtenderConfig>,
+    /// How the typical GPU pod shapes (for the fragmentation measure) are learned.
+    #[serde(default)]
+    pub gpu_shapes: GpuShapesConfig,
 }
 
 /// One HTTP extender, kube-scheduler's `Extender` fields and defaults.
@@ -209,6 +213,7 @@ impl Default for Configuration {
             profiles: default_profiles(),
             node_facts: FactsConfig::default(),
             extenders: Vec::new(),
+            gpu_shapes: GpuShapesConfig::default(),
         }
     }
 }
@@ -314,6 +319,9 @@ pub struct ProfileConfig {
     /// Holding nodes for GPU pods that have waited too long.
     #[serde(default)]
     pub starvation_guard: crate::starvation::StarvationGuardConfig,
+    /// How GPU pods are placed: `fragmentation`, `binpack` or `spread`.
+    #[serde(default)]
+    pub gpu_placement: GpuPlacement,
 }
 
 fn default_scheduler_name() -> String {
@@ -330,6 +338,7 @@ impl Default for ProfileConfig {
             pod_selector: None,
             node_selector: None,
             starvation_guard: crate::starvation::StarvationGuardConfig::default(),
+            gpu_placement: GpuPlacement::default(),
         }
     }
 }
@@ -446,6 +455,7 @@ impl Configuration {
             return Err(ConfigError::new("profiles", "at least one profile is required"));
         }
         self.node_facts.validate("nodeFacts")?;
+        self.gpu_shapes.validate("gpuShapes")?;
         // A schedulerName may repeat only after profiles that select pods:
         // a profile without podSelector takes every remaining pod.
         let mut catch_all = HashSet::new();

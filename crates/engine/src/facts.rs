@@ -60,6 +60,15 @@ pub struct FactsConfig {
     /// Reasons of Warning Events on a Node that signal a hardware alert.
     #[serde(default)]
     pub hardware_alert_event_reasons: Vec<String>,
+    /// DRA drivers whose devices are GPUs: a node's ResourceSlices of these
+    /// drivers lay out its GPU devices (docs/POLICIES.md, "Dynamic Resource
+    /// Allocation").
+    #[serde(default = "default_dra_gpu_drivers")]
+    pub dra_gpu_drivers: Vec<String>,
+}
+
+fn default_dra_gpu_drivers() -> Vec<String> {
+    vec!["gpu.nvidia.com".into()]
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,6 +109,7 @@ impl Default for FactsConfig {
             gpu_models: default_gpu_models(),
             hardware_alert_conditions: Vec::new(),
             hardware_alert_event_reasons: Vec::new(),
+            dra_gpu_drivers: default_dra_gpu_drivers(),
         }
     }
 }
@@ -221,6 +231,12 @@ impl NodeFacts {
                     None
                 }
             });
+        // Read with the devices (`NodeGpus`); only the warning is made here.
+        if let (Err(e), Some(raw)) =
+            (crate::devices::gpu_memory_label(labels), labels.get(crate::devices::LABEL_GPU_MEMORY))
+        {
+            warn(crate::devices::LABEL_GPU_MEMORY, raw, e);
+        }
         let condition_alert = node
             .conditions
             .iter()
@@ -314,6 +330,7 @@ mod tests {
             .annotation(ANNOTATION_SPOT_EXPIRY, "tomorrow")
             .annotation(ANNOTATION_LAST_ALERT, "")
             .annotation(ANNOTATION_TEMPERATURE, "hot")
+            .label(crate::devices::LABEL_GPU_MEMORY, "80GB")
             .build();
         let (f, warnings) = NodeFacts::of(&n, &FactsConfig::default());
         assert_eq!(
@@ -331,6 +348,7 @@ mod tests {
                 ANNOTATION_SPOT_EXPIRY,
                 ANNOTATION_TEMPERATURE,
                 LABEL_MAINTENANCE,
+                crate::devices::LABEL_GPU_MEMORY,
                 LABEL_GPU_PRODUCT
             ]
         );

@@ -232,6 +232,15 @@ impl CycleState {
         self.skip_post_filter = skip;
     }
 
+    /// The pod's GPU request as the GPU policies see it: its own, or else
+    /// the GPUs its DRA claims ask for.
+    pub fn pod_gpu<'a>(&'a self, pod: &'a Pod) -> &'a crate::devices::GpuRequest {
+        match self.read::<crate::devices::ClaimedGpus>() {
+            Some(c) if !pod.gpu.wants_gpu() => &c.0,
+            _ => &pod.gpu,
+        }
+    }
+
     pub fn write<T: Any + Send + Sync>(&mut self, value: T) {
         let id = TypeId::of::<T>();
         match self.entries.iter_mut().find(|(t, _)| *t == id) {
@@ -260,6 +269,13 @@ pub enum EventResource {
     /// A pending pod changed (its own spec or labels).
     UnscheduledPod,
     Namespace,
+    PersistentVolumeClaim,
+    PersistentVolume,
+    StorageClass,
+    CsiNode,
+    ResourceClaim,
+    ResourceSlice,
+    DeviceClass,
 }
 
 /// What happened to the object.
@@ -530,13 +546,47 @@ pub trait PermitPlugin: Plugin {
 }
 
 pub trait PreBindPlugin: Plugin {
-    fn pre_bind(&self, state: &mut CycleState, pod: &Pod, node: &str) -> Status;
+    /// Runs in the binding task, outside the scheduling cycle; writes go
+    /// through `binder`.
+    fn pre_bind(&self, state: &mut CycleState, pod: &Pod, node: &str, binder: &dyn Binder) -> Status;
+
+    /// Undoes what a successful `pre_bind` wrote, when a later step of
+    /// the binding failed (best effort; nothing by default).
+    fn undo_pre_bind(&self, _state: &mut CycleState, _pod: &Pod, _node: &str, _binder: &dyn Binder) {}
 }
 
-/// Where a Bind plugin writes the binding: the API server in `run`, the
-/// simulated cluster in `simulate`. The engine itself does no I/O.
+/// Where binding writes go: the API server in `run`, the simulated cluster
+/// in `simulate`. The engine itself does no I/O.
 pub trait Binder: Send + Sync {
     fn bind(&self, pod: &Pod, node: &str) -> Result<(), String>;
+
+    /// Writes a decision's volume bindings (VolumeBinding's PreBind): each
+    /// static volume's claimRef, each claim to provision's selected node;
+    /// then waits, up to `timeout_seconds`, for the PV controller to bind
+    /// every claim. The simulated cluster has nothing to wait for.
+    fn bind_volumes(
+        &self,
+        _pod: &Pod,
+        _bindings: &crate::volumes::PodVolumeBindings,
+        _timeout_seconds: u64,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Writes a decision's DRA claims (DynamicResources's PreBind): each
+    /// claim's `status.allocation` when the decision made it, and the pod
+    /// in its `status.reservedFor`. The simulated cluster keeps the
+    /// cache's assumed claims as they are.
+    fn bind_claims(&self, _pod: &Pod, _claims: &crate::dra::PodAllocations) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Takes back what [`Binder::bind_claims`] wrote (the binding failed
+    /// after it): the pod's reservation, and the allocation if no one else
+    /// reserved the claim since.
+    fn unbind_claims(&self, _pod: &Pod, _claims: &crate::dra::PodAllocations) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 pub trait BindPlugin: Plugin {

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::devices::{DeviceSet, GpuRequest};
 use crate::resources::Resources;
 
 pub type Labels = BTreeMap<String, String>;
@@ -313,8 +314,12 @@ pub struct Pod {
     pub pod_anti_affinity: PodAffinity,
     pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
     /// The selector of the controller that owns this pod (ReplicaSet,
-    /// StatefulSet, ...), used by the default topology-spread constraints.
+    /// StatefulSet, ...), used by the default topology-spread constraints,
+    /// when the input knew it (a workload expanded by `simulate`).
     pub owner_selector: Option<LabelSelector>,
+    /// Its controller (`metadata.ownerReferences` with `controller: true`),
+    /// as (kind, name): its selector is looked up in the snapshot.
+    pub owner: Option<(String, String)>,
     /// Pods being deleted do not count for spreading.
     pub terminating: bool,
     /// `spec.schedulingGates`: the pod is not scheduled while any remain.
@@ -328,6 +333,19 @@ pub struct Pod {
     pub start_time: Option<u64>,
     /// `status.phase` is Running (PodGroup status counts it).
     pub running: bool,
+    /// The volumes the volume plugins look at (claims, inline disks).
+    pub volumes: Vec<crate::volumes::PodVolume>,
+    /// `spec.resourceClaims`: the DRA claims the pod uses.
+    pub resource_claims: Vec<crate::dra::PodClaim>,
+    /// `status.resourceClaimStatuses`: the claim made from each template
+    /// entry (None: none was needed).
+    pub claim_statuses: Vec<(String, Option<String>)>,
+    /// What the pod asks of GPUs (whole, a share, slices; models), read
+    /// from its requests and annotations by conversion.
+    pub gpu: GpuRequest,
+    /// The GPU devices the pod holds: chosen when it is assumed, or read
+    /// from its `gpu-scheduler.io/gpu-index` annotation once bound.
+    pub gpu_devices: Option<DeviceSet>,
     /// The API object as received, kept only when an extender needs it
     /// (extenders are sent whole objects); None otherwise, to save memory.
     pub source: Option<Arc<serde_json::Value>>,

@@ -12,6 +12,7 @@
 use std::num::NonZeroU64;
 use std::ops::Deref;
 
+use crate::devices::{DeviceSet, GPU_SHARED_RESOURCE, MIG_RESOURCE_PREFIX, NodeGpus};
 use crate::facts::{Cloud, GPU_RESOURCE, NodeFacts};
 use crate::model::{HostPort, Node, PodRef, TaintEffect};
 use crate::resources::Resources;
@@ -37,6 +38,8 @@ pub struct NodeInfo {
     /// Pods with required anti-affinity, checked against every incoming pod.
     pub pods_with_required_anti_affinity: Vec<PodRef>,
     pub used_ports: Vec<HostPort>,
+    /// The node's GPUs as devices, with what each pod took of them.
+    pub gpus: NodeGpus,
     /// The cache generation of this node's last change.
     pub generation: u64,
 }
@@ -44,6 +47,7 @@ pub struct NodeInfo {
 impl NodeInfo {
     pub fn new(node: Node) -> Self {
         NodeInfo {
+            gpus: NodeGpus::of(&node),
             node,
             facts: NodeFacts::default(),
             has_node: true,
@@ -73,7 +77,35 @@ impl NodeInfo {
         if pod.has_required_anti_affinity() {
             self.pods_with_required_anti_affinity.push(pod.clone());
         }
+        self.gpus.add_pod(&pod);
         self.pods.push(pod);
+    }
+
+    /// Replaces the node (its pods stay). The GPU devices are laid out
+    /// again only when their count or memory changed.
+    pub fn set_node(&mut self, node: Node) {
+        if self.gpus.differs_from(&node) {
+            self.gpus = NodeGpus::of(&node);
+            for p in &self.pods {
+                self.gpus.add_pod(p);
+            }
+        }
+        self.node = node;
+    }
+
+    /// Lays the GPU devices out again: from DRA slices (`layout`), with
+    /// the whole devices allocated claims hold, or from the allocatable.
+    pub fn set_dra_gpus(&mut self, layout: Option<&crate::dra::GpuLayout>, held: &[(String, DeviceSet)]) {
+        self.gpus = match layout {
+            Some(l) => NodeGpus::dra(l.devices.len(), l.memory_mib),
+            None => NodeGpus::of(&self.node),
+        };
+        for p in &self.pods {
+            self.gpus.add_pod(p);
+        }
+        for (holder, devices) in held {
+            self.gpus.hold(holder, *devices);
+        }
     }
 
     /// Removes the pod with `uid`; returns it if it was here.
@@ -90,6 +122,7 @@ impl NodeInfo {
         }
         self.pods_with_affinity.retain(|p| p.uid != uid);
         self.pods_with_required_anti_affinity.retain(|p| p.uid != uid);
+        self.gpus.remove_pod(uid);
         Some(pod)
     }
 
@@ -129,7 +162,7 @@ pub struct NodeSummary {
     pub has_hard_taints: bool,
     /// Some taint with effect PreferNoSchedule.
     pub has_prefer_no_schedule_taints: bool,
-    /// Allocatable `nvidia.com/gpu` above zero.
+    /// Allocatable `nvidia.com/gpu`, MIG instances or time-sliced GPUs.
     pub has_gpus: bool,
     /// Facts every policy plugin reads for every pod (the rest stay in
     /// `NodeInfo::facts`).
@@ -161,7 +194,12 @@ impl NodeSummary {
             unschedulable: info.node.unschedulable,
             has_hard_taints: taints.iter().any(|t| t.effect != TaintEffect::PreferNoSchedule),
             has_prefer_no_schedule_taints: taints.iter().any(|t| t.effect == TaintEffect::PreferNoSchedule),
-            has_gpus: alloc.scalar(GPU_RESOURCE) > 0,
+            has_gpus: alloc.scalar(GPU_RESOURCE) > 0
+                || (info.gpus.is_dra() && info.gpus.count() > 0)
+                || alloc
+                    .scalars()
+                    .iter()
+                    .any(|(n, v)| *v > 0 && (n.starts_with(MIG_RESOURCE_PREFIX) || &**n == GPU_SHARED_RESOURCE)),
             maintenance: info.facts.maintenance,
             ssd: info.facts.disk_type.as_deref() == Some("ssd"),
             cloud: info.facts.cloud,
@@ -289,5 +327,29 @@ mod tests {
         let s = info.summary();
         assert_eq!((s.has_hard_taints, s.unschedulable, s.pod_count), (true, true, 1));
         assert_eq!(s, NodeSummary::of(&info.clone()), "pure function of the NodeInfo");
+    }
+
+    #[test]
+    fn devices_follow_pods_and_the_node() {
+        use crate::devices::{DeviceSet, GpuRequest};
+        let gpu_pod = |uid: &str, gpu: GpuRequest, d: Option<&str>| {
+            pod(uid).node("n").with(|p| (p.gpu, p.gpu_devices) = (gpu, d.and_then(|d| DeviceSet::parse(d).ok()))).arc()
+        };
+        let mut info = node("n").resource(GPU_RESOURCE, 2).info();
+        info.add_pod(gpu_pod("a", GpuRequest::whole(1), Some("1")));
+        info.add_pod(gpu_pod("b", GpuRequest::share(300, 0), None));
+        assert_eq!(info.gpus.free_milli(), [700, 0]);
+        // The node grows to four GPUs: devices are laid out again, pods keep theirs.
+        info.set_node(node("n").resource(GPU_RESOURCE, 4).build());
+        assert_eq!(info.gpus.free_milli(), [700, 0, 1000, 1000]);
+        // An unrelated change of the node leaves the devices as they are.
+        let before = info.gpus.clone();
+        info.set_node(node("n").resource(GPU_RESOURCE, 4).label("x", "y").build());
+        assert_eq!(info.gpus, before);
+        // A clone with a pod removed is exact; the original is untouched.
+        let mut clone = info.clone();
+        clone.remove_pod("a");
+        assert_eq!(clone.gpus.free_milli(), [700, 1000, 1000, 1000]);
+        assert_eq!(info.gpus.free_milli(), [700, 0, 1000, 1000]);
     }
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use crate::config::{ConfigError, Configuration, PluginSet, ProfileConfig};
 use crate::convert::label_selector;
+use crate::devices::GpuPlacement;
 use crate::framework::Plugin;
 use crate::model::LabelSelector;
 use crate::registry::Registry;
@@ -50,6 +51,9 @@ pub struct Profile {
     pub pre_bind: Vec<PluginRef>,
     pub bind: Vec<PluginRef>,
     pub post_bind: Vec<PluginRef>,
+    /// How GPU pods are placed (`gpuPlacement`): read by the GPU score
+    /// plugins from the cycle state, and used to pick devices at assume.
+    pub gpu_placement: GpuPlacement,
 }
 
 impl std::fmt::Debug for Profile {
@@ -245,6 +249,7 @@ fn build_profile(
         pre_bind: take("preBind"),
         bind,
         post_bind: take("postBind"),
+        gpu_placement: cfg.gpu_placement,
     })
 }
 

@@ -75,6 +75,26 @@ impl Quantity {
     pub fn saturating_add(self, other: Quantity) -> Quantity {
         Quantity { nanos: self.nanos.saturating_add(other.nanos) }
     }
+
+    /// Exact difference, saturating at the representable bounds.
+    pub fn saturating_sub(self, other: Quantity) -> Quantity {
+        Quantity { nanos: self.nanos.saturating_sub(other.nanos) }
+    }
+
+    /// Whether the amount is a whole number of units.
+    pub fn is_whole(&self) -> bool {
+        self.nanos % NANOS_PER_UNIT == 0
+    }
+
+    /// The amount in units as a float (approximate, as Go's `AsApproximateFloat64`).
+    pub fn as_f64(&self) -> f64 {
+        self.nanos as f64 / NANOS_PER_UNIT as f64
+    }
+
+    /// -1, 0 or 1.
+    pub fn signum(&self) -> i64 {
+        self.nanos.signum() as i64
+    }
 }
 
 impl FromStr for Quantity {

@@ -102,8 +102,13 @@ impl PodBuilder {
         self.0.non_zero_memory = m;
         self
     }
+    /// Requests an extended resource; GPU resources (`nvidia.com/gpu`,
+    /// MIG, time-sliced) set the GPU request as conversion would.
     pub fn resource(mut self, name: &str, v: i64) -> Self {
         self.0.requests.set(name, v);
+        if let Ok(gpu) = crate::devices::GpuRequest::from_pod(&mut self.0.requests, &self.0.annotations) {
+            self.0.gpu = gpu;
+        }
         self
     }
     pub fn node(mut self, node: &str) -> Self {

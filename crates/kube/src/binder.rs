@@ -2,15 +2,25 @@
 //! so a pod deleted and re-created under the same name is never bound by
 //! a decision taken for the old one. The API server refuses to bind a pod
 //! twice (409), which with the UID makes double binding impossible.
+//!
+//! The GPU devices a pod was given go in the Binding's annotations
+//! (`gpu-scheduler.io/gpu-index`): the API server copies a Binding's
+//! annotations onto the pod as it binds it, so the device plugin and a
+//! restarted scheduler read them from the pod, at no extra request.
 
 use std::sync::Mutex;
 
+use std::time::Duration;
+
+use engine::devices::ANNOTATION_GPU_INDEX;
 use engine::framework::Binder;
 use engine::model::Pod;
-use k8s_openapi::api::core::v1::{Binding, ObjectReference};
+use engine::volumes::{ANNOTATION_SELECTED_NODE, PodVolumeBindings};
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::PostParams;
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
+use serde_json::json;
 use tokio::runtime::Handle;
 
 /// How a binding call ended, as far as the scheduler cares.
@@ -51,13 +61,16 @@ impl ApiBinder {
     }
 }
 
-/// The Binding object kube-scheduler posts.
+/// The Binding object kube-scheduler posts, with the pod's GPU devices.
 pub fn binding(pod: &Pod, node: &str) -> Binding {
+    let annotations =
+        pod.gpu_devices.map(|d| std::collections::BTreeMap::from([(ANNOTATION_GPU_INDEX.to_string(), d.to_string())]));
     Binding {
         metadata: ObjectMeta {
             name: Some(pod.name.clone()),
             namespace: Some(pod.namespace.clone()),
             uid: Some(pod.uid.clone()),
+            annotations,
             ..Default::default()
         },
         target: ObjectReference {
@@ -98,6 +111,67 @@ impl Binder for ApiBinder {
             }
         }
     }
+
+    /// VolumeBinding's PreBind, as kube-scheduler's volume binder writes
+    /// it: each static volume's `claimRef` (the PV controller then binds
+    /// the claim), each claim to provision's selected node (its
+    /// provisioner then creates the volume there); then a wait, polling,
+    /// until every claim is Bound.
+    fn bind_volumes(&self, pod: &Pod, bindings: &PodVolumeBindings, timeout_seconds: u64) -> Result<(), String> {
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), &pod.namespace);
+        let volumes: Api<PersistentVolume> = Api::all(self.client.clone());
+        let params = PatchParams::default();
+        self.runtime.block_on(async {
+            for (claim_key, volume) in &bindings.static_bindings {
+                let (ns, name) = claim_key.split_once('/').unwrap_or(("", claim_key));
+                let claim = claims.get(name).await.map_err(|e| format!("binding volumes: claim {claim_key}: {e}"))?;
+                let patch = claim_ref_patch(ns, name, claim.metadata.uid.as_deref().unwrap_or_default());
+                volumes
+                    .patch(volume, &params, &Patch::Merge(patch))
+                    .await
+                    .map_err(|e| format!("binding volumes: volume {volume}: {e}"))?;
+            }
+            for claim_key in &bindings.provisionings {
+                let (_, name) = claim_key.split_once('/').unwrap_or(("", claim_key));
+                let patch = json!({"metadata": {"annotations": {ANNOTATION_SELECTED_NODE: bindings.node}}});
+                claims
+                    .patch(name, &params, &Patch::Merge(patch))
+                    .await
+                    .map_err(|e| format!("binding volumes: claim {claim_key}: {e}"))?;
+            }
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout_seconds);
+            let keys = bindings.static_bindings.iter().map(|(c, _)| c).chain(&bindings.provisionings);
+            for claim_key in keys {
+                let (_, name) = claim_key.split_once('/').unwrap_or(("", claim_key));
+                loop {
+                    let claim = claims.get(name).await.map_err(|e| format!("binding volumes: claim {claim_key}: {e}"))?;
+                    if claim.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound") {
+                        break;
+                    }
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(format!(
+                            "binding volumes: timed out after {timeout_seconds}s waiting for claim {claim_key} to be bound"
+                        ));
+                    }
+                    tokio::time::sleep(VOLUME_POLL).await;
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+/// How often PreBind looks whether the PV controller bound the claims.
+const VOLUME_POLL: Duration = Duration::from_millis(500);
+
+/// The PV patch that hands a static volume to a claim, as kube's binder
+/// writes it (the annotation tells the PV controller the binding is the
+/// scheduler's, not a user's pre-binding).
+pub fn claim_ref_patch(namespace: &str, name: &str, uid: &str) -> serde_json::Value {
+    json!({
+        "metadata": {"annotations": {"pv.kubernetes.io/bound-by-controller": "yes"}},
+        "spec": {"claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": namespace, "name": name, "uid": uid}}
+    })
 }
 
 #[cfg(test)]
@@ -111,5 +185,14 @@ mod tests {
         assert_eq!(b["metadata"]["name"], "p");
         assert_eq!(b["metadata"]["uid"], serde_json::Value::String(pod.uid.clone()));
         assert_eq!(b["target"], serde_json::json!({"apiVersion": "v1", "kind": "Node", "name": "n1"}));
+        assert!(b["metadata"].get("annotations").is_none(), "no devices, no annotation");
+    }
+
+    #[test]
+    fn the_binding_carries_the_gpu_devices() {
+        let pod =
+            engine::testing::pod("p").with(|p| p.gpu_devices = engine::devices::DeviceSet::parse("2-3").ok()).build();
+        let b = serde_json::to_value(binding(&pod, "n1")).unwrap_or_default();
+        assert_eq!(b["metadata"]["annotations"], serde_json::json!({"gpu-scheduler.io/gpu-index": "2-3"}));
     }
 }

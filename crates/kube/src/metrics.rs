@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use engine::cache::Cache;
+use engine::devices::cluster_fragmentation;
 use engine::framework::Code;
 use engine::instrument::Instrument;
 use engine::queue::QueueLengths;
@@ -185,7 +186,7 @@ impl Metrics {
         let fragmentation = Gauge::<f64, AtomicU64>::default();
         registry.register(
             "gpu_scheduler_gpu_fragmentation_ratio",
-            "Share of the free GPUs that sit on nodes already partly used (0 when all free GPUs are on idle nodes, where a whole-node job still fits).",
+            "Share of the free GPU capacity that no typical pod can use (FGD's measure, against the pod shapes the scheduler has learned; 0 when nothing is free).",
             fragmentation.clone(),
         );
         let dropped_reports = Counter::default();
@@ -384,12 +385,14 @@ fn now_ms() -> u64 {
 }
 
 /// GPUs over all nodes.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct GpuUsage {
     pub allocatable: i64,
+    /// Whole GPUs requested (`nvidia.com/gpu`; shares are not counted).
     pub requested: i64,
-    /// Free GPUs on nodes where some GPUs are in use.
-    pub stranded: i64,
+    /// The fragmentation figure: the share of the free GPU capacity (shares
+    /// included) that no typical pod shape can use.
+    pub fragmentation: f64,
 }
 
 impl GpuUsage {
@@ -400,19 +403,15 @@ impl GpuUsage {
             if alloc <= 0 {
                 continue;
             }
-            let used = info.requested.get(GPU).clamp(0, alloc);
             g.allocatable += alloc;
-            g.requested += used;
-            if used > 0 {
-                g.stranded += alloc - used;
-            }
+            g.requested += info.requested.get(GPU).clamp(0, alloc);
         }
+        g.fragmentation = cluster_fragmentation(cache.node_infos().map(|n| n.as_ref()), cache.gpu_shapes()).ratio();
         g
     }
 
     pub fn fragmentation(&self) -> f64 {
-        let free = self.allocatable - self.requested;
-        if free <= 0 { 0.0 } else { self.stranded as f64 / free as f64 }
+        self.fragmentation
     }
 }
 
@@ -422,7 +421,7 @@ mod tests {
     use engine::testing::{node, pod};
 
     #[test]
-    fn gpu_usage_counts_stranded_gpus() {
+    fn gpu_usage_measures_fragmentation() {
         let mut cache = Cache::new();
         for (name, gpus) in [("idle", 8), ("half", 8), ("full", 4), ("cpu", 0)] {
             let mut n = node(name).capacity(64_000, 256 << 30).pods(110);
@@ -438,9 +437,11 @@ mod tests {
         bind(&mut cache, "a", "half", 4);
         bind(&mut cache, "b", "full", 4);
         let g = GpuUsage::of(&cache);
-        assert_eq!(g, GpuUsage { allocatable: 20, requested: 8, stranded: 4 });
-        // 12 free: 8 on the idle node, 4 stranded on the half-used one.
-        assert!((g.fragmentation() - 4.0 / 12.0).abs() < 1e-9);
+        assert_eq!((g.allocatable, g.requested), (20, 8));
+        // Shapes: the two 4-GPU pods seen (1/2), the prior's whole GPU and
+        // 8-GPU node (1/4 each). 12 GPUs free: the idle node's 8 host
+        // every shape; the half-used node's 4 cannot host an 8-GPU pod.
+        assert!((g.fragmentation() - (4.0 / 4.0) / 12.0).abs() < 1e-3, "{}", g.fragmentation());
         assert_eq!(GpuUsage::default().fragmentation(), 0.0);
     }
 

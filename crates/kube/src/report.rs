@@ -144,11 +144,34 @@ struct Worker {
 }
 
 impl Worker {
-    async fn run(self, rx: mpsc::Receiver<Report>) {
-        let this = &self;
-        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|r| (r, rx)) })
-            .for_each_concurrent(CONCURRENCY, |r| async move { this.send(r).await })
-            .await;
+    /// Sends the reports: most of them concurrently, PodGroup statuses one
+    /// after another in the order they were made, since a later status
+    /// overtaken by an earlier one would be lost.
+    async fn run(self, mut rx: mpsc::Receiver<Report>) {
+        let (ordered_tx, mut ordered_rx) = mpsc::channel::<Report>(QUEUE);
+        let (concurrent_tx, concurrent_rx) = mpsc::channel::<Report>(QUEUE);
+        let dispatch = async move {
+            while let Some(r) = rx.recv().await {
+                let to = if matches!(r, Report::GangStatus { .. }) { &ordered_tx } else { &concurrent_tx };
+                if to.send(r).await.is_err() {
+                    break;
+                }
+            }
+        };
+        let this = Arc::new(self);
+        let sequential = this.clone();
+        let ordered = async move {
+            while let Some(r) = ordered_rx.recv().await {
+                sequential.send(r).await;
+            }
+        };
+        let concurrent =
+            futures::stream::unfold(concurrent_rx, |mut rx| async move { rx.recv().await.map(|r| (r, rx)) })
+                .for_each_concurrent(CONCURRENCY, move |r| {
+                    let this = this.clone();
+                    async move { this.send(r).await }
+                });
+        futures::join!(dispatch, ordered, concurrent);
     }
 
     fn recorder(&self, scheduler_name: &str) -> Recorder {

@@ -370,6 +370,25 @@ impl Driver {
                 self.gang_phases.remove(&key);
             }
             Change::Pdb(b) => self.sched.on_pdb_upsert(*b),
+            Change::Claim(c) => self.sched.on_claim_upsert(*c, now),
+            Change::ClaimDeleted(key) => {
+                let (ns, name) = key.split_once('/').unwrap_or(("", &key));
+                self.sched.on_claim_delete(ns, name, now);
+            }
+            Change::Volume(v) => self.sched.on_volume_upsert(*v, now),
+            Change::VolumeDeleted(name) => self.sched.on_volume_delete(&name, now),
+            Change::StorageClass(c) => self.sched.on_storage_class_upsert(*c, now),
+            Change::StorageClassDeleted(name) => self.sched.on_storage_class_delete(&name, now),
+            Change::CsiNode(c) => self.sched.on_csi_node_upsert(*c, now),
+            Change::CsiNodeDeleted(name) => self.sched.on_csi_node_delete(&name, now),
+            Change::Service(key, selector) => {
+                let (ns, name) = key.split_once('/').unwrap_or(("", &key));
+                self.sched.on_service(ns, name, selector);
+            }
+            Change::Controller(kind, key, selector) => {
+                let (ns, name) = key.split_once('/').unwrap_or(("", &key));
+                self.sched.on_controller(kind, ns, name, selector);
+            }
             Change::PdbDeleted(key) => {
                 let (ns, name) = key.split_once('/').unwrap_or(("", &key));
                 self.sched.on_pdb_delete(ns, name);

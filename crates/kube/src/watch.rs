@@ -1,5 +1,6 @@
 //! Watches: Nodes, Namespaces, pending Pods of our schedulerNames, bound
-//! Pods, PodDisruptionBudgets and (when the CRD is served) PodGroups, each a kube-rs watcher whose objects are converted to the
+//! Pods, PodDisruptionBudgets, the volume objects (claims, volumes, storage
+//! classes, CSINodes) and (when the CRD is served) PodGroups, each a kube-rs watcher whose objects are converted to the
 //! engine's model as they arrive (the API objects are not kept, which
 //! keeps memory to what scheduling reads) and sent to the scheduling
 //! thread as [`Change`]s, the one path into the cache.
@@ -12,10 +13,15 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use engine::convert;
+use engine::model::LabelSelector;
 use engine::model::{Labels, Node, Pod};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Node as K8sNode, Pod as K8sPod};
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node as K8sNode, PersistentVolume, PersistentVolumeClaim, Pod as K8sPod, ReplicationController, Service,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use tokio::sync::mpsc;
@@ -41,6 +47,19 @@ pub enum Change {
     Pdb(Box<engine::disruption::Pdb>),
     /// `NAMESPACE/NAME` of a deleted PodDisruptionBudget.
     PdbDeleted(String),
+    Claim(Box<engine::volumes::Claim>),
+    /// `NAMESPACE/NAME` of a deleted PersistentVolumeClaim.
+    ClaimDeleted(String),
+    Volume(Box<engine::volumes::Volume>),
+    VolumeDeleted(String),
+    StorageClass(Box<engine::volumes::StorageClass>),
+    StorageClassDeleted(String),
+    CsiNode(Box<engine::volumes::CsiNode>),
+    CsiNodeDeleted(String),
+    /// A Service's selector (`NAMESPACE/NAME`; None: deleted).
+    Service(String, Option<engine::model::Labels>),
+    /// A controller's selector: kind, `NAMESPACE/NAME`, selector (None: deleted).
+    Controller(&'static str, String, Option<engine::model::LabelSelector>),
     /// A watch finished its first complete list.
     Synced(Source),
 }
@@ -54,6 +73,14 @@ pub enum Source {
     BoundPods,
     PodGroups,
     Pdbs,
+    Claims,
+    Volumes,
+    StorageClasses,
+    CsiNodes,
+    Services,
+    ReplicaSets,
+    StatefulSets,
+    ReplicationControllers,
 }
 
 /// How long each watch request lasts before the API server ends it and
@@ -114,8 +141,58 @@ where
             }
         }
     });
+    // Volume objects, converted as they arrive; one that cannot be read is
+    // left out (pods using it wait, as for a missing object) and logged.
+    fn lenient<K: ResourceExt, T>(kind: &'static str, r: Result<T, convert::ConvertError>, obj: &K) -> Option<T> {
+        r.map_err(|e| warn!(object = %format!("{kind} {}/{}", obj.namespace().unwrap_or_default(), obj.name_any()), "ignoring: {e}"))
+            .ok()
+    }
+    let all = watcher::Config::default;
+    spawn(Api::<PersistentVolumeClaim>::all(client.clone()), all(), Source::Claims, tx.clone(), |c| {
+        lenient("PersistentVolumeClaim", convert::claim_from_k8s(c), c).map(|c| Change::Claim(Box::new(c)))
+    });
+    spawn(Api::<PersistentVolume>::all(client.clone()), all(), Source::Volumes, tx.clone(), |v| {
+        lenient("PersistentVolume", convert::volume_from_k8s(v), v).map(|v| Change::Volume(Box::new(v)))
+    });
+    spawn(Api::<StorageClass>::all(client.clone()), all(), Source::StorageClasses, tx.clone(), |c| {
+        lenient("StorageClass", convert::class_from_k8s(c), c).map(|c| Change::StorageClass(Box::new(c)))
+    });
+    spawn(Api::<CSINode>::all(client.clone()), all(), Source::CsiNodes, tx.clone(), |c| {
+        lenient("CSINode", convert::csi_node_from_k8s(c), c).map(|c| Change::CsiNode(Box::new(c)))
+    });
+    // Default spreading's selectors: Services and the controllers of pods.
+    spawn(Api::<Service>::all(client.clone()), all(), Source::Services, tx.clone(), |svc| {
+        let selector = svc.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default();
+        Some(Change::Service(namespaced(svc), Some(selector)))
+    });
+    spawn(Api::<ReplicaSet>::all(client.clone()), all(), Source::ReplicaSets, tx.clone(), |rs| {
+        let sel = rs.spec.as_ref().map(|s| &s.selector);
+        controller("ReplicaSet", namespaced(rs), sel.map(|s| convert::label_selector(s, "spec.selector")))
+    });
+    spawn(Api::<StatefulSet>::all(client.clone()), all(), Source::StatefulSets, tx.clone(), |ss| {
+        let sel = ss.spec.as_ref().map(|s| &s.selector);
+        controller("StatefulSet", namespaced(ss), sel.map(|s| convert::label_selector(s, "spec.selector")))
+    });
+    spawn(Api::<ReplicationController>::all(client.clone()), all(), Source::ReplicationControllers, tx.clone(), |rc| {
+        let map = rc.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default();
+        let sel = LabelSelector::from_match_labels(map.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        controller("ReplicationController", namespaced(rc), Some(Ok(sel)))
+    });
     // Field selectors cannot say "one of these names": one watch per name.
-    let mut sources = vec![Source::Nodes, Source::Namespaces, Source::BoundPods, Source::Pdbs];
+    let mut sources = vec![
+        Source::Nodes,
+        Source::Namespaces,
+        Source::BoundPods,
+        Source::Pdbs,
+        Source::Claims,
+        Source::Volumes,
+        Source::StorageClasses,
+        Source::CsiNodes,
+        Source::Services,
+        Source::ReplicaSets,
+        Source::StatefulSets,
+        Source::ReplicationControllers,
+    ];
     if podgroups {
         let api = Api::<PodGroupResource>::all(client.clone());
         spawn(api, config(), Source::PodGroups, tx.clone(), |g| match g.convert() {
@@ -144,6 +221,29 @@ where
     sources
 }
 
+/// `NAMESPACE/NAME` of a namespaced object.
+fn namespaced<K: ResourceExt>(obj: &K) -> String {
+    format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any())
+}
+
+/// A controller's selector change; a selector that cannot be read leaves
+/// the controller without one (its pods get no default spreading).
+fn controller(
+    kind: &'static str,
+    key: String,
+    selector: Option<Result<engine::model::LabelSelector, convert::ConvertError>>,
+) -> Option<Change> {
+    let selector = match selector {
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => {
+            warn!(object = %format!("{kind} {key}"), "ignoring selector: {e}");
+            None
+        }
+        None => None,
+    };
+    Some(Change::Controller(kind, key, selector))
+}
+
 fn pod_change(p: &K8sPod) -> Option<Change> {
     match convert::pod_from_k8s(p) {
         Ok(pod) => Some(Change::Pod(Box::new(pod))),
@@ -155,13 +255,21 @@ fn pod_change(p: &K8sPod) -> Option<Change> {
 }
 
 /// The key a deletion is sent with: UID for pods (the engine's pod key),
-/// name for nodes and namespaces.
+/// name for cluster-scoped objects, `NAMESPACE/NAME` for the others.
 fn key_of<K: Resource>(source: Source, obj: &K) -> String {
     let meta = obj.meta();
     match source {
         Source::PendingPods | Source::BoundPods => meta.uid.clone().unwrap_or_default(),
-        Source::Nodes | Source::Namespaces => meta.name.clone().unwrap_or_default(),
-        Source::PodGroups | Source::Pdbs => {
+        Source::Nodes | Source::Namespaces | Source::Volumes | Source::StorageClasses | Source::CsiNodes => {
+            meta.name.clone().unwrap_or_default()
+        }
+        Source::PodGroups
+        | Source::Pdbs
+        | Source::Claims
+        | Source::Services
+        | Source::ReplicaSets
+        | Source::StatefulSets
+        | Source::ReplicationControllers => {
             format!("{}/{}", meta.namespace.as_deref().unwrap_or_default(), meta.name.as_deref().unwrap_or_default())
         }
     }
@@ -174,6 +282,14 @@ fn gone(source: Source, key: String) -> Option<Change> {
         Source::BoundPods => Some(Change::BoundPodGone(key)),
         Source::PodGroups => Some(Change::PodGroupDeleted(key)),
         Source::Pdbs => Some(Change::PdbDeleted(key)),
+        Source::Claims => Some(Change::ClaimDeleted(key)),
+        Source::Volumes => Some(Change::VolumeDeleted(key)),
+        Source::StorageClasses => Some(Change::StorageClassDeleted(key)),
+        Source::CsiNodes => Some(Change::CsiNodeDeleted(key)),
+        Source::Services => Some(Change::Service(key, None)),
+        Source::ReplicaSets => Some(Change::Controller("ReplicaSet", key, None)),
+        Source::StatefulSets => Some(Change::Controller("StatefulSet", key, None)),
+        Source::ReplicationControllers => Some(Change::Controller("ReplicationController", key, None)),
         // The engine keeps namespace labels only for selectors; a deleted
         // namespace has no pods left to match.
         Source::Namespaces => None,

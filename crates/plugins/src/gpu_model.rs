@@ -1,7 +1,8 @@
 //! GpuModel: the article's "A100 for training, T4 for inference"
 //! (DESIGN.md §4). For a pod that requests `nvidia.com/gpu`: 100 on a node
 //! whose GPU model the pod's workload class prefers, 50 on another GPU
-//! model (or one we cannot name), 0 on a node without GPUs. The class is
+//! model (or one we cannot name), 0 on a node without GPUs. Any GPU
+//! request counts: whole GPUs, a share, MIG instances or time slices. The class is
 //! the pod label `gpu-scheduler.io/workload`; the node's model is a fact
 //! read from `gpu-model` or, normalised, `nvidia.com/gpu.product`. Pods
 //! without GPUs are GpuNodeAvoidance's business.
@@ -10,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use engine::cache::{NodeList, NodeView};
-use engine::facts::{GPU_RESOURCE, LABEL_WORKLOAD};
+use engine::facts::LABEL_WORKLOAD;
 use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
 use engine::model::Pod;
 use engine::registry::{ArgsError, decode_args};
@@ -77,13 +78,27 @@ pub struct GpuModel {
 struct Preferred(Arc<[Arc<str>]>);
 
 pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsError> {
-    let args: GpuModelArgs = decode_args(args)?;
-    let preferences = args
-        .preferences
-        .iter()
-        .map(|(class, models)| Ok((class.clone(), normalise(models, &format!("preferences.{class}"))?)))
-        .collect::<Result<_, ArgsError>>()?;
-    Ok(Arc::new(GpuModel { preferences, default_models: normalise(&args.default_models, "defaultModels")? }))
+    Ok(Arc::new(GpuModel::from_args(args)?))
+}
+
+impl GpuModel {
+    /// The plugin for these args (also for tools that report placement
+    /// quality, as `simulate --compare` does).
+    pub fn from_args(args: Option<&serde_json::Value>) -> Result<GpuModel, ArgsError> {
+        let args: GpuModelArgs = decode_args(args)?;
+        let preferences = args
+            .preferences
+            .iter()
+            .map(|(class, models)| Ok((class.clone(), normalise(models, &format!("preferences.{class}"))?)))
+            .collect::<Result<_, ArgsError>>()?;
+        Ok(GpuModel { preferences, default_models: normalise(&args.default_models, "defaultModels")? })
+    }
+
+    /// The models `pod` prefers: its workload class's, or the defaults.
+    pub fn preferred(&self, pod: &Pod) -> &Arc<[Arc<str>]> {
+        let class = pod.labels.get(LABEL_WORKLOAD);
+        class.and_then(|c| self.preferences.iter().find(|(k, _)| k == c)).map_or(&self.default_models, |(_, m)| m)
+    }
 }
 
 impl Plugin for GpuModel {
@@ -109,14 +124,10 @@ impl PreScorePlugin for GpuModel {
     /// Skips pods without GPUs, and clusters without GPU nodes (every node
     /// would score 0; the pod cannot fit anyway).
     fn pre_score(&self, state: &mut CycleState, pod: &Pod, nodes: NodeList<'_>) -> Status {
-        if pod.requests.scalar(GPU_RESOURCE) <= 0 || nodes.snapshot().fact_counts().gpus == 0 {
+        if !state.pod_gpu(pod).wants_gpu() || nodes.snapshot().fact_counts().gpus == 0 {
             return Status::skip();
         }
-        let class = pod.labels.get(LABEL_WORKLOAD);
-        let models = class
-            .and_then(|c| self.preferences.iter().find(|(k, _)| k == c))
-            .map_or_else(|| self.default_models.clone(), |(_, m)| m.clone());
-        state.write(Preferred(models));
+        state.write(Preferred(self.preferred(pod).clone()));
         Status::success()
     }
 }
@@ -138,7 +149,7 @@ impl ScorePlugin for GpuModel {
 mod tests {
     use super::*;
     use engine::cache::Snapshot;
-    use engine::facts::{LABEL_GPU_MODEL, LABEL_GPU_PRODUCT};
+    use engine::facts::{GPU_RESOURCE, LABEL_GPU_MODEL, LABEL_GPU_PRODUCT};
     use engine::testing::{node, pod};
 
     /// A GPU node named by `label` = `value`, or a CPU node when `label` is "".

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use engine::cache::{NodeList, NodeView};
-use engine::facts::GPU_RESOURCE;
 use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
 use engine::model::Pod;
 use engine::registry::ArgsError;
@@ -41,8 +40,8 @@ impl Plugin for GpuNodeAvoidance {
 impl PreScorePlugin for GpuNodeAvoidance {
     /// GPU pods are GpuModel's business; without GPU nodes every node
     /// would score 100.
-    fn pre_score(&self, _state: &mut CycleState, pod: &Pod, nodes: NodeList<'_>) -> Status {
-        skip_if(pod.requests.scalar(GPU_RESOURCE) > 0 || nodes.snapshot().fact_counts().gpus == 0)
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, nodes: NodeList<'_>) -> Status {
+        skip_if(state.pod_gpu(pod).wants_gpu() || nodes.snapshot().fact_counts().gpus == 0)
     }
 }
 
@@ -61,6 +60,7 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 mod tests {
     use super::*;
     use engine::cache::Snapshot;
+    use engine::facts::GPU_RESOURCE;
     use engine::testing::{node, pod};
 
     #[test]

@@ -13,8 +13,13 @@ pub mod cloud_boundary;
 pub mod default_binder;
 pub mod default_preemption;
 pub mod disk_type;
+pub mod dynamic_resources;
+pub mod gpu_binpack;
+pub mod gpu_device_fit;
+pub mod gpu_fragmentation;
 pub mod gpu_model;
 pub mod gpu_node_avoidance;
+pub mod gpu_slice_packing;
 pub mod helper;
 pub mod inter_pod_affinity;
 pub mod maintenance;
@@ -25,6 +30,7 @@ pub mod node_pool;
 pub mod node_ports;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod node_volume_limits;
 pub mod pod_topology_spread;
 pub mod priority_sort;
 pub mod reservation_buffer;
@@ -34,6 +40,10 @@ pub mod scheduling_gates;
 pub mod spot_expiry;
 pub mod taint_toleration;
 pub mod temperature;
+pub mod volume_binding;
+pub mod volume_restrictions;
+pub mod volume_zone;
+pub mod volumes;
 pub mod zone_spread;
 
 /// Every built-in plugin by name.
@@ -47,6 +57,11 @@ pub fn registry() -> Registry {
     r.register(node_affinity::NAME, node_affinity::new);
     r.register(node_ports::NAME, node_ports::new);
     r.register(node_resources_fit::NAME, node_resources_fit::new);
+    r.register(volume_restrictions::NAME, volume_restrictions::new);
+    r.register(node_volume_limits::NAME, node_volume_limits::new);
+    r.register(volume_binding::NAME, volume_binding::new);
+    r.register(volume_zone::NAME, volume_zone::new);
+    r.register(dynamic_resources::NAME, dynamic_resources::new);
     r.register(pod_topology_spread::NAME, pod_topology_spread::new);
     r.register(inter_pod_affinity::NAME, inter_pod_affinity::new);
     r.register(balanced_allocation::NAME, balanced_allocation::new);
@@ -65,6 +80,10 @@ pub fn registry() -> Registry {
     r.register(resource_headroom::NAME, resource_headroom::new);
     r.register(disk_type::NAME, disk_type::new);
     r.register(cel_rules::NAME, cel_rules::new);
+    r.register(gpu_device_fit::NAME, gpu_device_fit::new);
+    r.register(gpu_fragmentation::NAME, gpu_fragmentation::new);
+    r.register(gpu_binpack::NAME, gpu_binpack::new);
+    r.register(gpu_slice_packing::NAME, gpu_slice_packing::new);
     r
 }
 
@@ -72,7 +91,9 @@ pub fn registry() -> Registry {
 /// that reject whole classes of nodes run first; kube-scheduler's scores
 /// keep their ratios, scaled by 1/10 to sit beside the policy weights.
 /// NodeResourcesFit filters but does not score (weight 0): ResourceHeadroom
-/// is the article's version of its LeastAllocated score.
+/// is the article's version of its LeastAllocated score. The GPU placement
+/// scores (one of them acts per pod, by the profile's `gpuPlacement` and
+/// the request) weigh more than headroom and less than the GPU model.
 pub fn default_plugins() -> Vec<DefaultPlugin> {
     let p = |name, weight| DefaultPlugin { name, weight };
     vec![
@@ -89,6 +110,12 @@ pub fn default_plugins() -> Vec<DefaultPlugin> {
         p(node_affinity::NAME, 0.2),
         p(node_ports::NAME, 1.0),
         p(node_resources_fit::NAME, 0.0),
+        p(gpu_device_fit::NAME, 1.0),
+        p(volume_restrictions::NAME, 1.0),
+        p(node_volume_limits::NAME, 1.0),
+        p(volume_binding::NAME, 1.0),
+        p(volume_zone::NAME, 1.0),
+        p(dynamic_resources::NAME, 0.2),
         p(reservation_buffer::NAME, 1.0),
         p(cloud_boundary::NAME, 1.0),
         p(pod_topology_spread::NAME, 0.2),
@@ -96,6 +123,9 @@ pub fn default_plugins() -> Vec<DefaultPlugin> {
         p(balanced_allocation::NAME, 0.1),
         p(zone_spread::NAME, 0.3),
         p(gpu_model::NAME, 0.4),
+        p(gpu_fragmentation::NAME, GPU_PLACEMENT_WEIGHT),
+        p(gpu_binpack::NAME, GPU_PLACEMENT_WEIGHT),
+        p(gpu_slice_packing::NAME, GPU_PLACEMENT_WEIGHT),
         p(gpu_node_avoidance::NAME, 0.4),
         p(resource_headroom::NAME, 0.3),
         p(disk_type::NAME, 0.1),
@@ -104,8 +134,12 @@ pub fn default_plugins() -> Vec<DefaultPlugin> {
     ]
 }
 
-/// kube-scheduler's default plugins (those that do not concern volumes
-/// or images), in its order, with its score weights.
+/// Weight of the GPU placement scores: above ResourceHeadroom (0.3),
+/// below GpuModel (0.4).
+pub const GPU_PLACEMENT_WEIGHT: f64 = 0.35;
+
+/// kube-scheduler's default plugins (all but ImageLocality), in its
+/// order, with its score weights.
 pub fn standard_plugins() -> Vec<DefaultPlugin> {
     let p = |name, weight| DefaultPlugin { name, weight };
     vec![
@@ -117,8 +151,13 @@ pub fn standard_plugins() -> Vec<DefaultPlugin> {
         p(node_affinity::NAME, 2.0),
         p(node_ports::NAME, 1.0),
         p(node_resources_fit::NAME, 1.0),
+        p(volume_restrictions::NAME, 1.0),
+        p(node_volume_limits::NAME, 1.0),
+        p(volume_binding::NAME, 1.0),
+        p(volume_zone::NAME, 1.0),
         p(pod_topology_spread::NAME, 2.0),
         p(inter_pod_affinity::NAME, 2.0),
+        p(dynamic_resources::NAME, 2.0),
         p(balanced_allocation::NAME, 1.0),
         p(default_preemption::NAME, 1.0),
         p(default_binder::NAME, 1.0),
@@ -144,11 +183,15 @@ mod tests {
                 ("NodeHealth", 1.0),
                 ("TaintToleration", 0.3),
                 ("NodeAffinity", 0.2),
+                ("DynamicResources", 0.2),
                 ("PodTopologySpread", 0.2),
                 ("InterPodAffinity", 0.2),
                 ("NodeResourcesBalancedAllocation", 0.1),
                 ("ZoneSpread", 0.3),
                 ("GpuModel", 0.4),
+                ("GpuFragmentation", 0.35),
+                ("GpuBinpack", 0.35),
+                ("GpuSlicePacking", 0.35),
                 ("GpuNodeAvoidance", 0.4),
                 ("ResourceHeadroom", 0.3),
                 ("DiskType", 0.1),
@@ -168,6 +211,12 @@ mod tests {
                 "NodeAffinity",
                 "NodePorts",
                 "NodeResourcesFit",
+                "GpuDeviceFit",
+                "VolumeRestrictions",
+                "NodeVolumeLimits",
+                "VolumeBinding",
+                "VolumeZone",
+                "DynamicResources",
                 "ReservationBuffer",
                 "CloudBoundary",
                 "PodTopologySpread",
@@ -212,6 +261,7 @@ mod tests {
                 ("NodeResourcesFit", 1.0),
                 ("PodTopologySpread", 2.0),
                 ("InterPodAffinity", 2.0),
+                ("DynamicResources", 2.0),
                 ("NodeResourcesBalancedAllocation", 1.0),
             ]
         );
@@ -225,8 +275,13 @@ mod tests {
                 "NodeAffinity",
                 "NodePorts",
                 "NodeResourcesFit",
+                "VolumeRestrictions",
+                "NodeVolumeLimits",
+                "VolumeBinding",
+                "VolumeZone",
                 "PodTopologySpread",
-                "InterPodAffinity"
+                "InterPodAffinity",
+                "DynamicResources"
             ]
         );
         assert_eq!(p.bind.len(), 1);

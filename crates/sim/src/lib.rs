@@ -2,8 +2,11 @@
 //! placement report out. The same `Scheduler` as `run`, a simulated clock
 //! and an in-memory binder.
 
+pub mod compare;
 pub mod generate;
 pub mod manifests;
+pub mod openb;
+pub mod replay;
 pub mod report;
 pub mod simulate;
 pub mod workloads;

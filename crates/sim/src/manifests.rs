@@ -8,9 +8,10 @@ use std::fmt;
 use engine::convert::PodGroupObject;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use thiserror::Error;
@@ -52,6 +53,12 @@ pub enum Object {
     Job(Box<Job>),
     PodGroup(Box<PodGroupObject>),
     PodDisruptionBudget(Box<PodDisruptionBudget>),
+    PersistentVolumeClaim(Box<PersistentVolumeClaim>),
+    PersistentVolume(Box<PersistentVolume>),
+    StorageClass(Box<StorageClass>),
+    CsiNode(Box<CSINode>),
+    /// Only its selector matters (default spreading).
+    Service(Box<Service>),
 }
 
 /// Everything read, in input order, with where each came from; `ignored`
@@ -128,6 +135,19 @@ impl Manifests {
             }
             ("policy/v1", "PodDisruptionBudget") => {
                 Object::PodDisruptionBudget(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
+            }
+            ("v1", "PersistentVolumeClaim") => {
+                Object::PersistentVolumeClaim(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
+            }
+            ("v1", "PersistentVolume") => {
+                Object::PersistentVolume(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
+            }
+            ("storage.k8s.io/v1", "StorageClass") => {
+                Object::StorageClass(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
+            }
+            ("v1", "Service") => Object::Service(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?)),
+            ("storage.k8s.io/v1", "CSINode") => {
+                Object::CsiNode(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
             }
             (
                 _,
@@ -211,7 +231,7 @@ mod tests {
     #[test]
     fn reads_kinds_and_skips_empty_and_foreign_documents() {
         let m = load(
-            "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\n---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: c, image: nginx}]}\n",
+            "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: s}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: c, image: nginx}]}\n",
         )
         .unwrap();
         assert_eq!(m.objects.len(), 2);

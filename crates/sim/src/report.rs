@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use engine::explain::{Explanation, GangDecision, PreemptionRecord};
 
+use crate::replay::Replay;
 use crate::simulate::Simulation;
 
 /// The `--output json` object: `placements` in scheduling order (the
@@ -34,6 +35,7 @@ pub fn to_json(sim: &Simulation, explain: Option<&Explanation>) -> Value {
                 "cpuMillis": {"requested": n.milli_cpu.0, "allocatable": n.milli_cpu.1},
                 "memoryBytes": {"requested": n.memory.0, "allocatable": n.memory.1},
                 "gpus": {"requested": n.gpu.0, "allocatable": n.gpu.1},
+                "gpuMilli": {"allocated": n.gpu_milli.0, "capacity": n.gpu_milli.1},
                 "pods": {"count": n.pods.0, "allocatable": n.pods.1},
             })
         })
@@ -47,6 +49,13 @@ pub fn to_json(sim: &Simulation, explain: Option<&Explanation>) -> Value {
             "existingPods": sim.existing_pods,
             "otherSchedulerPods": sim.foreign_pods,
             "ignoredObjects": sim.ignored_objects,
+            "gpu": {
+                "capacityMilli": sim.gpu.capacity_milli,
+                "allocatedMilli": sim.gpu.allocated_milli,
+                "fragmentation": (sim.gpu.fragmentation * 1e4).round() / 1e4,
+                "gpuPodsPlaced": sim.gpu.gpu_pods_placed,
+                "onPreferredModel": sim.gpu.on_preferred_model,
+            },
         },
         "nodes": nodes,
         "seed": sim.seed,
@@ -97,6 +106,12 @@ fn cores(milli: i64) -> String {
     if milli % 1000 == 0 { format!("{}", milli / 1000) } else { format!("{:.1}", milli as f64 / 1000.0) }
 }
 
+/// Thousandths of GPUs as GPUs: `8`, `2.5`, `0.46`.
+fn gpus(milli: i64) -> String {
+    let s = format!("{:.2}", milli as f64 / 1000.0);
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 fn gib(bytes: i64) -> String {
     let g = bytes as f64 / (1u64 << 30) as f64;
     if g >= 10.0 { format!("{g:.0}Gi") } else { format!("{g:.1}Gi") }
@@ -113,12 +128,25 @@ pub fn to_table(sim: &Simulation) -> String {
     let placed: Vec<_> = sim.placements.iter().filter(|p| p.node.is_some()).collect();
     let unplaced: Vec<_> = sim.placements.iter().filter(|p| p.node.is_none()).collect();
     out.push_str(&format!(
-        "Scheduled {} of {} pending pods ({} already running, {} for other schedulers).\n\n",
+        "Scheduled {} of {} pending pods ({} already running, {} for other schedulers).\n",
         placed.len(),
         sim.placements.len(),
         sim.existing_pods,
         sim.foreign_pods
     ));
+    let g = &sim.gpu;
+    if g.capacity_milli > 0 {
+        out.push_str(&format!(
+            "GPUs: {} of {} allocated ({}), {:.1}% of the free GPU fragmented; {} of {} GPU pods on a preferred model.\n",
+            gpus(g.allocated_milli),
+            gpus(g.capacity_milli),
+            pct(g.allocated_milli, g.capacity_milli).trim(),
+            100.0 * g.fragmentation,
+            g.on_preferred_model,
+            g.gpu_pods_placed
+        ));
+    }
+    out.push('\n');
     if !placed.is_empty() {
         let rows: Vec<Vec<String>> = placed
             .iter()
@@ -157,7 +185,7 @@ pub fn to_table(sim: &Simulation) -> String {
                 pct(n.milli_cpu.0, n.milli_cpu.1),
                 format!("{}/{}", gib(n.memory.0), gib(n.memory.1)),
                 pct(n.memory.0, n.memory.1),
-                if n.gpu.1 > 0 { format!("{}/{}", n.gpu.0, n.gpu.1) } else { "-".into() },
+                if n.gpu_milli.1 > 0 { format!("{}/{}", gpus(n.gpu_milli.0), gpus(n.gpu_milli.1)) } else { "-".into() },
                 format!("{}/{}", n.pods.0, n.pods.1),
             ]
         })
@@ -272,5 +300,78 @@ fn gang_table(g: &GangDecision) -> String {
         })
         .collect();
     out.push_str(&table(&["MEMBER", "NODE", "REASON"], &rows));
+    out
+}
+
+/// `replay --output json`: the contract (`gpus_total`, `pods`, `placed`,
+/// `curve`), then what else the replay measured.
+pub fn replay_json(r: &Replay) -> Value {
+    let curve: Vec<Value> = r
+        .curve
+        .iter()
+        .map(|p| {
+            json!({
+                "arrived_pct": p.arrived_pct,
+                "allocated_pct": round2(p.allocated_pct),
+                "fragmentation_pct": round2(p.fragmentation_pct),
+            })
+        })
+        .collect();
+    let f = &r.failed;
+    json!({
+        "gpus_total": r.gpus_total,
+        "pods": r.pods,
+        "placed": r.placed,
+        "curve": curve,
+        "nodes": r.nodes,
+        "seed": r.seed,
+        "inflate": r.inflate,
+        "arrived_gpu_milli": r.arrived_milli,
+        "allocated_gpu_milli": r.allocated_milli,
+        "failed": {
+            "cpu_only": f.cpu_only,
+            "gpu_share": f.gpu_share,
+            "one_gpu": f.one_gpu,
+            "multi_gpu": f.multi_gpu,
+            "with_models": f.with_models,
+        },
+    })
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// `replay --output table`: the totals, the curve every 10 %, and the pods
+/// that did not fit.
+pub fn replay_table(r: &Replay) -> String {
+    let mut out = format!(
+        "Replayed {} pods on {} nodes ({} GPUs), seed {}, inflated to {}x: {} placed, {} did not fit.\n\n",
+        r.pods,
+        r.nodes,
+        r.gpus_total,
+        r.seed,
+        r.inflate,
+        r.placed,
+        r.failed.total()
+    );
+    let rows: Vec<Vec<String>> = r
+        .curve
+        .iter()
+        .filter(|p| p.arrived_pct % 10 == 0 || Some(p.arrived_pct) == r.curve.last().map(|l| l.arrived_pct))
+        .map(|p| {
+            vec![
+                format!("{}%", p.arrived_pct),
+                format!("{:.2}%", p.allocated_pct),
+                format!("{:.2}%", p.fragmentation_pct),
+            ]
+        })
+        .collect();
+    out.push_str(&table(&["ARRIVED", "ALLOCATED", "FRAGMENTED"], &rows));
+    let f = &r.failed;
+    out.push_str(&format!(
+        "\nDid not fit: {} CPU-only, {} GPU-share, {} one-GPU, {} multi-GPU pods ({} of them naming GPU models).\n",
+        f.cpu_only, f.gpu_share, f.one_gpu, f.multi_gpu, f.with_models
+    ));
     out
 }

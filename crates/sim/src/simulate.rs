@@ -77,6 +77,8 @@ pub struct NodeUsage {
     pub milli_cpu: (i64, i64),
     pub memory: (i64, i64),
     pub gpu: (i64, i64),
+    /// GPU allocated (shares included) and the node's GPUs, thousandths.
+    pub gpu_milli: (i64, i64),
     pub pods: (i64, i64),
 }
 
@@ -111,6 +113,87 @@ pub struct Simulation {
     pub warnings: Vec<String>,
     pub now: jiff::Timestamp,
     pub seed: u64,
+    /// GPUs over the cluster.
+    pub gpu: GpuOutcome,
+}
+
+/// What became of the cluster's GPUs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GpuOutcome {
+    /// Thousandths of a GPU over all nodes.
+    pub capacity_milli: i64,
+    /// Allocated at the end (existing pods included).
+    pub allocated_milli: i64,
+    /// After each pod's first decision, in scheduling order: the GPU the
+    /// pending pods decided so far asked for and the GPU allocated, in
+    /// thousandths (the first point is the existing pods' allocation).
+    pub curve: Vec<(i64, i64)>,
+    /// The fragmentation figure at the end (share of the free GPU no
+    /// typical pod shape can use).
+    pub fragmentation: f64,
+    /// GPU pods placed, and those on a model their workload class prefers
+    /// (GpuModel's preferences in the pod's profile).
+    pub gpu_pods_placed: usize,
+    pub on_preferred_model: usize,
+}
+
+/// Counts GPU allocation as pods are decided.
+struct GpuTally {
+    /// GpuModel's preferences by schedulerName.
+    models: HashMap<String, plugins::gpu_model::GpuModel>,
+    /// GPU asked by each pending pod, by UID.
+    asked: HashMap<String, i64>,
+    outcome: GpuOutcome,
+}
+
+impl GpuTally {
+    fn new(cfg: &Configuration, sched: &Scheduler, asked: HashMap<String, i64>) -> Result<GpuTally, SimError> {
+        let mut models = HashMap::new();
+        for (i, p) in cfg.profiles.iter().enumerate() {
+            let args = p.plugin_config.iter().find(|c| c.name == plugins::gpu_model::NAME).map(|c| &c.args);
+            let model = plugins::gpu_model::GpuModel::from_args(args).map_err(|e| {
+                SimError::Config(ConfigError::new(format!("profiles[{i}].pluginConfig.GpuModel.{}", e.path), e.message))
+            })?;
+            models.insert(p.scheduler_name.clone(), model);
+        }
+        let (capacity_milli, allocated_milli) =
+            sched.cache().node_infos().filter(|n| n.has_node).fold((0, 0), |(c, a), n| {
+                let cap = n.gpus.count() as i64 * i64::from(engine::devices::MILLI_PER_GPU);
+                (c + cap, a + cap - n.gpus.free_total())
+            });
+        let outcome =
+            GpuOutcome { capacity_milli, allocated_milli, curve: vec![(0, allocated_milli)], ..Default::default() };
+        Ok(GpuTally { models, asked, outcome })
+    }
+
+    /// A pod's decision: `first` when it is its first; `placed` with the
+    /// node when it landed.
+    fn decided(&mut self, uid: &str, first: bool, placed: Option<(&Pod, &str)>, sched: &Scheduler) {
+        let asked = self.asked.get(uid).copied().unwrap_or(0);
+        let o = &mut self.outcome;
+        let (arrived, mut allocated) = o.curve.last().copied().unwrap_or_default();
+        if let Some((pod, node)) = placed {
+            allocated += asked;
+            if pod.gpu.wants_gpu() {
+                o.gpu_pods_placed += 1;
+                let model = sched.cache().node(node).and_then(|n| n.facts.gpu_model.clone());
+                let preferred = self.models.get(&pod.scheduler_name).map(|m| m.preferred(pod));
+                if model.is_some_and(|m| preferred.is_some_and(|p| p.contains(&m))) {
+                    o.on_preferred_model += 1;
+                }
+            }
+        }
+        if first || placed.is_some() {
+            o.curve.push((arrived + if first { asked } else { 0 }, allocated));
+        }
+    }
+
+    fn finish(mut self, sched: &Scheduler, nodes: &[NodeUsage]) -> GpuOutcome {
+        self.outcome.allocated_milli = nodes.iter().map(|n| n.gpu_milli.0).sum();
+        let infos = nodes.iter().filter_map(|n| sched.cache().node(&n.name)).map(|n| n.as_ref());
+        self.outcome.fragmentation = engine::devices::cluster_fragmentation(infos, sched.cache().gpu_shapes()).ratio();
+        self.outcome
+    }
 }
 
 impl Simulation {
@@ -150,11 +233,15 @@ pub fn simulate(
     opts: &SimOptions,
     progress: &mut (dyn FnMut(usize, usize) + Send),
 ) -> Result<Simulation, SimError> {
-    // The loop runs on a pool thread, so the engine's parallel filtering
-    // and scoring split work inside the pool instead of handing every
-    // cycle over from an outside thread and waiting for it.
+    in_pool(|| simulate_in_pool(manifests, cfg, registry, defaults, opts, progress))
+}
+
+/// Runs `f` on a pool thread, so the engine's parallel filtering and
+/// scoring split work inside the pool instead of handing every cycle
+/// over from an outside thread and waiting for it.
+pub(crate) fn in_pool<T: Send>(f: impl FnOnce() -> Result<T, SimError> + Send) -> Result<T, SimError> {
     let pool = rayon::ThreadPoolBuilder::new().build().map_err(|e| SimError::Engine(e.to_string()))?;
-    pool.install(|| simulate_in_pool(manifests, cfg, registry, defaults, opts, progress))
+    pool.install(f)
 }
 
 fn simulate_in_pool(
@@ -254,6 +341,43 @@ fn simulate_in_pool(
                 }
                 sched.on_pod_group_upsert(group, now);
             }
+            Object::PersistentVolumeClaim(c) => {
+                let claim = convert::claim_from_k8s(c).map_err(|e| {
+                    field_err(
+                        format!("PersistentVolumeClaim {}", c.metadata.name.as_deref().unwrap_or("")),
+                        e.path,
+                        e.message,
+                    )
+                })?;
+                sched.on_claim_upsert(claim, now);
+            }
+            Object::PersistentVolume(v) => {
+                let volume = convert::volume_from_k8s(v).map_err(|e| {
+                    field_err(
+                        format!("PersistentVolume {}", v.metadata.name.as_deref().unwrap_or("")),
+                        e.path,
+                        e.message,
+                    )
+                })?;
+                sched.on_volume_upsert(volume, now);
+            }
+            Object::StorageClass(c) => {
+                let class = convert::class_from_k8s(c).map_err(|e| {
+                    field_err(format!("StorageClass {}", c.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
+                })?;
+                sched.on_storage_class_upsert(class, now);
+            }
+            Object::Service(svc) => {
+                let ns = svc.metadata.namespace.clone().unwrap_or_else(|| convert::DEFAULT_NAMESPACE.to_string());
+                let selector = svc.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default();
+                sched.on_service(&ns, svc.metadata.name.as_deref().unwrap_or_default(), Some(selector));
+            }
+            Object::CsiNode(c) => {
+                let csi = convert::csi_node_from_k8s(c).map_err(|e| {
+                    field_err(format!("CSINode {}", c.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
+                })?;
+                sched.on_csi_node_upsert(csi, now);
+            }
             Object::PodDisruptionBudget(b) => {
                 let pdb = convert::pdb_from_k8s(b).map_err(|e| {
                     field_err(
@@ -332,12 +456,14 @@ fn simulate_in_pool(
         existing_pods += 1;
         sched.on_pod_upsert(pod, now);
     }
+    let mut asked: HashMap<String, i64> = HashMap::new();
     for pod in pending {
         if !sched.responsible_for(&pod) {
             foreign_pods += 1;
             continue;
         }
         order.push(pod.uid.clone());
+        asked.insert(pod.uid.clone(), pod.gpu.total_milli() as i64);
         placements.insert(
             pod.uid.clone(),
             Placement {
@@ -355,6 +481,7 @@ fn simulate_in_pool(
     }
 
     let total = order.len();
+    let mut gpu = GpuTally::new(cfg, &sched, asked)?;
     // Pods decided at least once, for progress: derived from `Placement::decided`.
     let mut done = 0usize;
     let mut decisions = 0usize;
@@ -389,6 +516,7 @@ fn simulate_in_pool(
                 if let Some(p) = placements.get_mut(&uid) {
                     p.attempts += 1;
                     done += usize::from(p.decided.is_none());
+                    gpu.decided(&uid, p.decided.is_none(), ok.then_some((&bound, node.as_str())), &sched);
                     p.decided = Some(decisions);
                     if ok {
                         p.node = Some(node);
@@ -420,6 +548,7 @@ fn simulate_in_pool(
                 if let Some(p) = placements.get_mut(&uid) {
                     p.attempts += 1;
                     done += usize::from(p.decided.is_none());
+                    gpu.decided(&uid, p.decided.is_none(), None, &sched);
                     p.decided = Some(decisions);
                     p.reason = Some(f.message.clone());
                     if !f.unschedulable && p.attempts >= MAX_ERROR_ATTEMPTS {
@@ -441,6 +570,7 @@ fn simulate_in_pool(
     }
 
     let nodes = usage(&sched);
+    let gpu = gpu.finish(&sched, &nodes);
     let mut placements: Vec<Placement> = order.iter().filter_map(|uid| placements.remove(uid)).collect();
     placements.sort_by_key(|p| p.decided.unwrap_or(usize::MAX));
     Ok(Simulation {
@@ -454,6 +584,7 @@ fn simulate_in_pool(
         warnings,
         now: opts.now,
         seed: opts.seed,
+        gpu,
     })
 }
 
@@ -497,6 +628,7 @@ fn usage(sched: &Scheduler) -> Vec<NodeUsage> {
                 milli_cpu: (r.milli_cpu, a.milli_cpu),
                 memory: (r.memory, a.memory),
                 gpu: (r.get(GPU), a.get(GPU)),
+                gpu_milli: (n.gpus.count() as i64 * 1000 - n.gpus.free_total(), n.gpus.count() as i64 * 1000),
                 pods: (n.pods.len() as i64, a.allowed_pod_number),
             }
         })

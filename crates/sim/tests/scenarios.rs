@@ -588,3 +588,76 @@ fn no_nodes_reports_the_pod_unplaced() {
         [("default/lonely".to_string(), None, Some("no nodes available to schedule pods".to_string()))]
     );
 }
+
+/// PersistentVolumeClaims, as kube-scheduler's volume plugins place them.
+#[test]
+fn volumes_decide_the_node() {
+    let class = |name: &str, provisioner: &str| {
+        format!(
+            "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {{name: {name}}}\nprovisioner: {provisioner}\nvolumeBindingMode: WaitForFirstConsumer\n---\n"
+        )
+    };
+    let claim = |name: &str, class: &str, mode: &str, volume: &str| {
+        let bound = if volume.is_empty() { String::new() } else { format!("  volumeName: {volume}\n") };
+        format!(
+            "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  storageClassName: {class}\n  accessModes: [{mode}]\n{bound}  resources: {{requests: {{storage: 10Gi}}}}\n---\n"
+        )
+    };
+    let volume = |name: &str, class: &str, affinity: &str, labels: &str| {
+        format!(
+            "apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: {name}, labels: {{{labels}}}}}\nspec:\n  storageClassName: {class}\n  capacity: {{storage: 100Gi}}\n  accessModes: [ReadWriteOnce, ReadWriteOncePod]\n  hostPath: {{path: /data}}\n{affinity}---\n"
+        )
+    };
+    let on = |host: &str| {
+        format!(
+            "  nodeAffinity: {{required: {{nodeSelectorTerms: [{{matchExpressions: [{{key: kubernetes.io/hostname, operator: In, values: [{host}]}}]}}]}}}}\n"
+        )
+    };
+    let using = |pod_name: &str, claim: &str| {
+        pod(pod_name, "1", "", &format!("  volumes: [{{name: v, persistentVolumeClaim: {{claimName: {claim}}}}}]\n"))
+    };
+    let nodes = [
+        node("a", "4", "16Gi", "topology.kubernetes.io/zone: z1", ""),
+        node("b", "4", "16Gi", "topology.kubernetes.io/zone: z2", ""),
+        node("c", "4", "16Gi", "topology.kubernetes.io/zone: z2", ""),
+    ]
+    .concat();
+    let yaml = [
+        nodes,
+        class("local", "kubernetes.io/no-provisioner"),
+        class("fast", "ebs.csi.aws.com"),
+        // A WaitForFirstConsumer claim and the static volume on b.
+        claim("data", "local", "ReadWriteOnce", ""),
+        volume("pv-b", "local", &on("b"), ""),
+        using("trainer", "data"),
+        // A bound claim whose volume lives in zone z1.
+        claim("zonal", "fast", "ReadWriteOnce", "pv-z1"),
+        volume("pv-z1", "fast", "", "topology.kubernetes.io/zone: z1"),
+        using("zonal-user", "zonal"),
+        // A ReadWriteOncePod claim: the second user cannot have it.
+        claim("solo", "fast", "ReadWriteOncePod", "pv-solo"),
+        volume("pv-solo", "fast", "", ""),
+        using("solo-1", "solo"),
+        using("solo-2", "solo"),
+        // No volume, no provisioner: nowhere.
+        claim("orphan", "local", "ReadWriteOnce", ""),
+        using("orphan-user", "orphan"),
+        // Provisioned where the pod goes.
+        claim("scratch", "fast", "ReadWriteOnce", ""),
+        using("scratch-user", "scratch"),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    assert_eq!(node_of(&sim, "default/trainer"), Some("b"));
+    assert_eq!(node_of(&sim, "default/zonal-user"), Some("a"));
+    assert!(node_of(&sim, "default/solo-1").is_some());
+    assert_eq!(
+        reason_of(&sim, "default/solo-2"),
+        "0/3 nodes are available: node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    );
+    assert_eq!(
+        reason_of(&sim, "default/orphan-user"),
+        "0/3 nodes are available: 3 node(s) didn't find available persistent volumes to bind. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    );
+    assert!(node_of(&sim, "default/scratch-user").is_some());
+}

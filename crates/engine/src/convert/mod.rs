@@ -14,6 +14,7 @@
 //! Invalid fields are errors naming the field path, worded like the API's
 //! field errors.
 
+mod dra;
 mod node;
 mod pdb;
 mod pod;
@@ -21,16 +22,19 @@ mod pod_group;
 mod resources;
 mod scheduling;
 mod selectors;
+mod volumes;
 
 use std::fmt::Display;
 
 use thiserror::Error;
 
+pub use dra::{claim_template_from_k8s, device_class_from_k8s, resource_claim_from_k8s, slice_from_k8s};
 pub use node::node_from_k8s;
 pub use pdb::pdb_from_k8s;
 pub use pod::pod_from_k8s;
 pub use pod_group::{PodGroupObject, PodGroupSpec, pod_group_from_object};
 pub use selectors::label_selector;
+pub use volumes::{claim_from_k8s, class_from_k8s, csi_node_from_k8s, volume_from_k8s};
 
 /// `metadata.namespace` when a manifest leaves it out.
 pub const DEFAULT_NAMESPACE: &str = "default";
@@ -61,7 +65,7 @@ pub(super) fn required(path: impl Into<String>, detail: &str) -> ConvertError {
 }
 
 /// `bad` is already rendered (quoted string, number or JSON).
-pub(super) fn invalid(path: impl Into<String>, bad: impl Display, detail: &str) -> ConvertError {
+pub(crate) fn invalid(path: impl Into<String>, bad: impl Display, detail: &str) -> ConvertError {
     ConvertError { path: path.into(), message: format!("Invalid value: {bad}: {detail}") }
 }
 

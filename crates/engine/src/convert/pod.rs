@@ -9,6 +9,7 @@ use super::{ConvertError, DEFAULT_NAMESPACE, DEFAULT_SCHEDULER_NAME, invalid, no
 use super::{
     SYSTEM_CLUSTER_CRITICAL, SYSTEM_CLUSTER_CRITICAL_PRIORITY, SYSTEM_NODE_CRITICAL, SYSTEM_NODE_CRITICAL_PRIORITY,
 };
+use crate::devices::{ANNOTATION_GPU_INDEX, DeviceSet, GpuRequest};
 use crate::gang::LABEL_POD_GROUP;
 use crate::model::{self, HostPort, PreemptionPolicy};
 
@@ -48,7 +49,15 @@ pub fn pod_from_k8s(p: &corev1::Pod) -> Result<model::Pod, ConvertError> {
         Some(SYSTEM_CLUSTER_CRITICAL) => SYSTEM_CLUSTER_CRITICAL_PRIORITY,
         _ => 0,
     });
-    let (requests, non_zero_milli_cpu, non_zero_memory) = pod_resources(spec)?;
+    let (mut requests, non_zero_milli_cpu, non_zero_memory) = pod_resources(spec)?;
+    let annotations = meta.annotations.clone().unwrap_or_default();
+    let gpu = GpuRequest::from_pod(&mut requests, &annotations)?;
+    let gpu_devices = match annotations.get(ANNOTATION_GPU_INDEX) {
+        Some(v) => Some(DeviceSet::parse(v).map_err(|e| {
+            invalid(format!("metadata.annotations[{ANNOTATION_GPU_INDEX}]"), format_args!("{v:?}"), &e)
+        })?),
+        None => None,
+    };
 
     let affinity = spec.affinity.as_ref();
     let (required_node_affinity, preferred_node_affinity) = match affinity.and_then(|a| a.node_affinity.as_ref()) {
@@ -107,6 +116,9 @@ pub fn pod_from_k8s(p: &corev1::Pod) -> Result<model::Pod, ConvertError> {
         preemption_policy,
         start_time: status.and_then(|s| s.start_time.as_ref()).and_then(|t| u64::try_from(t.0.as_millisecond()).ok()),
         running: status.and_then(|s| s.phase.as_deref()) == Some("Running"),
+        volumes: super::volumes::pod_volumes(&name, spec),
+        resource_claims: super::dra::pod_claims(spec)?,
+        claim_statuses: super::dra::claim_statuses(p.status.as_ref()),
         scheduler_name: non_empty(spec.scheduler_name.as_ref()).unwrap_or_else(|| DEFAULT_SCHEDULER_NAME.to_string()),
         priority,
         node_name: non_empty(spec.node_name.as_ref()),
@@ -123,9 +135,17 @@ pub fn pod_from_k8s(p: &corev1::Pod) -> Result<model::Pod, ConvertError> {
         pod_anti_affinity,
         topology_spread_constraints,
         owner_selector: None,
+        owner: meta
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+            .map(|o| (o.kind.clone(), o.name.clone())),
         terminating: meta.deletion_timestamp.is_some(),
         scheduling_gates: spec.scheduling_gates.iter().flatten().map(|g| g.name.clone()).collect(),
-        annotations: meta.annotations.clone().unwrap_or_default(),
+        gpu,
+        gpu_devices,
+        annotations,
         labels,
         namespace,
         name,
@@ -375,5 +395,63 @@ spec:
         }
         let err = pod_from_k8s(&pod("spec: {containers: []}")).unwrap_err();
         assert_eq!(err.to_string(), "metadata.name: Required value");
+    }
+
+    #[test]
+    fn gpu_requests_and_devices_are_read_once() {
+        use crate::devices::{DeviceSet, GpuRequest};
+        let with = |annotations: &str, gpus: &str| {
+            format!(
+                "metadata:\n  name: p\n  annotations: {{{annotations}}}\nspec:\n  containers:\n  - name: c\n    resources: {{requests: {{cpu: \"1\"{gpus}}}}}\n"
+            )
+        };
+        // (case, annotations, nvidia.com/gpu, request, devices, nvidia.com/gpu kept)
+        type Case<'a> = (&'a str, &'a str, &'a str, GpuRequest, Option<&'a str>, i64);
+        let cases: Vec<Case> = vec![
+            ("whole GPUs", "", ", nvidia.com/gpu: \"2\"", GpuRequest::whole(2), None, 2),
+            (
+                "a share, HAMi's form",
+                "gpu-scheduler.io/gpu-milli: \"300\"",
+                ", nvidia.com/gpu: \"1\"",
+                GpuRequest::share(300, 0),
+                None,
+                0,
+            ),
+            (
+                "bound with its devices",
+                "gpu-scheduler.io/gpu-index: \"2-3\"",
+                ", nvidia.com/gpu: \"2\"",
+                GpuRequest::whole(2),
+                Some("2-3"),
+                2,
+            ),
+            (
+                "openb's form",
+                "alibabacloud.com/gpu-milli: \"460\", alibabacloud.com/gpu-count: \"1\", alibabacloud.com/gpu-card-model: T4",
+                "",
+                GpuRequest::share(460, 0).with_models(&["t4"]),
+                None,
+                0,
+            ),
+        ];
+        for (name, annotations, gpus, want, devices, kept) in cases {
+            let p = convert(&with(annotations, gpus));
+            assert_eq!(p.gpu, want, "{name}");
+            assert_eq!(p.gpu_devices, devices.map(|d| DeviceSet::parse(d).unwrap()), "{name}");
+            assert_eq!(p.requests.scalar("nvidia.com/gpu"), kept, "{name}");
+        }
+        for (annotations, want) in [
+            (
+                "gpu-scheduler.io/gpu-index: \"1-x\"",
+                "metadata.annotations[gpu-scheduler.io/gpu-index]: Invalid value: \"1-x\": must list GPU indices",
+            ),
+            (
+                "gpu-scheduler.io/gpu-milli: \"lots\"",
+                "metadata.annotations[gpu-scheduler.io/gpu-milli]: Invalid value: \"lots\"",
+            ),
+        ] {
+            let err = pod_from_k8s(&pod(&with(annotations, ""))).unwrap_err().to_string();
+            assert!(err.starts_with(want), "{err}");
+        }
     }
 }

@@ -13,7 +13,7 @@ use crate::model::{
 
 const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
 
-fn taint_effect(effect: &str) -> Option<TaintEffect> {
+pub(super) fn taint_effect(effect: &str) -> Option<TaintEffect> {
     match effect {
         "NoSchedule" => Some(TaintEffect::NoSchedule),
         "PreferNoSchedule" => Some(TaintEffect::PreferNoSchedule),

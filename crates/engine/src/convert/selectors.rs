@@ -133,25 +133,28 @@ fn weight(w: i32, path: &str) -> Result<i32, ConvertError> {
     Ok(w)
 }
 
+/// A `NodeSelector` at `path` (its `nodeSelectorTerms`).
+pub(super) fn node_selector(ns: &corev1::NodeSelector, path: &str) -> Result<NodeSelector, ConvertError> {
+    let path = format!("{path}.nodeSelectorTerms");
+    if ns.node_selector_terms.is_empty() {
+        return Err(required(path, "must have at least one node selector term"));
+    }
+    let terms = ns
+        .node_selector_terms
+        .iter()
+        .enumerate()
+        .map(|(i, t)| node_selector_term(t, &format!("{path}[{i}]")))
+        .collect::<Result<_, _>>()?;
+    Ok(NodeSelector { terms })
+}
+
 pub(super) fn node_affinity(
     na: &corev1::NodeAffinity,
 ) -> Result<(Option<NodeSelector>, Vec<PreferredSchedulingTerm>), ConvertError> {
     const BASE: &str = "spec.affinity.nodeAffinity";
     let required = match na.required_during_scheduling_ignored_during_execution.as_ref() {
         None => None,
-        Some(ns) => {
-            let path = format!("{BASE}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms");
-            if ns.node_selector_terms.is_empty() {
-                return Err(required(path, "must have at least one node selector term"));
-            }
-            let terms = ns
-                .node_selector_terms
-                .iter()
-                .enumerate()
-                .map(|(i, t)| node_selector_term(t, &format!("{path}[{i}]")))
-                .collect::<Result<_, _>>()?;
-            Some(NodeSelector { terms })
-        }
+        Some(ns) => Some(node_selector(ns, &format!("{BASE}.requiredDuringSchedulingIgnoredDuringExecution"))?),
     };
     let mut preferred = Vec::new();
     for (i, t) in na.preferred_during_scheduling_ignored_during_execution.iter().flatten().enumerate() {

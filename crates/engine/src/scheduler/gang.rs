@@ -218,6 +218,7 @@ impl Scheduler {
             state.set_restriction(restriction.clone());
             state.set_nominated(self.nominated());
             state.set_held(self.holds.index());
+            state.write(profile.gpu_placement);
             // A member alone preempts nothing: the gang preempts for all
             // its members at once, or not at all.
             state.set_skip_post_filter(!preempt);

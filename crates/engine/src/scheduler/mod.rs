@@ -17,16 +17,18 @@ use crate::algorithm::{Algorithm, ExplainDetails, ScheduleError, ScheduleResult}
 use crate::cache::{Cache, Snapshot};
 use crate::config::Configuration;
 use crate::disruption::Pdb;
+use crate::dra::{DeviceClass, PodAllocations, ResourceClaim, Slice};
 use crate::explain::DecisionRecord;
 use crate::extender::Extender;
 use crate::facts::FactWarning;
-use crate::framework::{Binder, ClusterEvent, Code, CycleState, EventAction, EventResource, Nominated, Status};
+use crate::framework::{Binder, ClusterEvent, Code, CycleState, EventAction, EventResource, Nominated, Plugin, Status};
 use crate::gang::{GangStatus, Gangs, PodGroup};
-use crate::model::{Labels, Node, Pod, PodRef};
+use crate::model::{LabelSelector, Labels, Node, Pod, PodRef};
 use crate::profile::Profile;
 use crate::queue::{QueuedPod, SchedulingQueue};
 use crate::starvation::{Holds, STARVATION_GUARD};
 use crate::time::Millis;
+use crate::volumes::{Claim, CsiNode, PodVolumeBindings, StorageClass, Volume};
 
 /// Stands for "no plugin" when a pod failed because the cluster has no
 /// nodes: unknown to the event registry, so every event requeues it.
@@ -88,13 +90,33 @@ impl BindingTask {
     }
 
     fn bind_one(&mut self, binder: &dyn Binder) -> Status {
-        for p in &self.profile.pre_bind {
+        let mut done = Vec::new();
+        let profile = self.profile.clone();
+        for p in &profile.pre_bind {
             let Some(pb) = p.as_pre_bind() else { continue };
-            let s = pb.pre_bind(&mut self.state, &self.pod, &self.node);
+            let s = pb.pre_bind(&mut self.state, &self.pod, &self.node, binder);
             if !s.is_success() {
+                self.undo_pre_bind(&done, binder);
                 return s.with_plugin(p.name());
             }
+            done.push(p.clone());
         }
+        let status = self.bind_after_pre_bind(binder);
+        if !status.is_success() {
+            self.undo_pre_bind(&done, binder);
+        }
+        status
+    }
+
+    fn undo_pre_bind(&mut self, done: &[Arc<dyn Plugin>], binder: &dyn Binder) {
+        for p in done.iter().rev() {
+            if let Some(pb) = p.as_pre_bind() {
+                pb.undo_pre_bind(&mut self.state, &self.pod, &self.node, binder);
+            }
+        }
+    }
+
+    fn bind_after_pre_bind(&mut self, binder: &dyn Binder) -> Status {
         if let Some(ext) = &self.extender {
             return match ext.bind(&self.pod, &self.node) {
                 Ok(()) => Status::success(),
@@ -196,13 +218,11 @@ impl Scheduler {
         for (i, p) in profiles.iter().enumerate() {
             by_name.entry(p.scheduler_name.clone()).or_default().push(i);
         }
-        let mut cache = Cache::with_facts(cfg.node_facts.clone());
-        cache.set_assumed_ttl(cfg.assumed_pod_ttl_seconds.saturating_mul(1000));
         Ok(Scheduler {
             by_name,
             profiles,
             plugin_events,
-            cache,
+            cache: Cache::for_config(cfg),
             fact_warnings: HashSet::new(),
             new_warnings: Vec::new(),
             snapshot: Snapshot::new(),
@@ -388,6 +408,7 @@ impl Scheduler {
             self.fire(ClusterEvent::new(EventResource::UnscheduledPod, EventAction::Update), now);
         } else {
             let member = pod.group_key().map(|key| (key, pod.uid.clone()));
+            self.cache.observe_shape(&pod);
             self.queue.add(pod, now);
             if let Some((key, uid)) = member {
                 self.joined_queue(&key, &uid, now);
@@ -528,6 +549,112 @@ impl Scheduler {
         self.cache.remove_pdb(namespace, name);
     }
 
+    /// A Service's selector was added or changed (None: deleted).
+    pub fn on_service(&mut self, namespace: &str, name: &str, selector: Option<Labels>) {
+        let w = self.cache.workloads_mut();
+        match selector {
+            Some(s) => w.upsert_service(namespace, name, s),
+            None => w.remove_service(namespace, name),
+        }
+    }
+
+    /// A controller's (ReplicaSet, StatefulSet, ReplicationController)
+    /// selector was added or changed (None: deleted).
+    pub fn on_controller(&mut self, kind: &str, namespace: &str, name: &str, selector: Option<LabelSelector>) {
+        let w = self.cache.workloads_mut();
+        match selector {
+            Some(s) => w.upsert_controller(kind, namespace, name, s),
+            None => w.remove_controller(kind, namespace, name),
+        }
+    }
+
+    /// A PersistentVolumeClaim was added or changed.
+    pub fn on_claim_upsert(&mut self, claim: Claim, now: Millis) {
+        let action = if self.cache.volumes().claim(&claim.namespace, &claim.name).is_some() {
+            EventAction::Update
+        } else {
+            EventAction::Add
+        };
+        self.cache.upsert_claim(claim);
+        self.fire(ClusterEvent::new(EventResource::PersistentVolumeClaim, action), now);
+    }
+
+    pub fn on_claim_delete(&mut self, namespace: &str, name: &str, now: Millis) {
+        self.cache.remove_claim(namespace, name);
+        self.fire(ClusterEvent::new(EventResource::PersistentVolumeClaim, EventAction::Delete), now);
+    }
+
+    /// A PersistentVolume was added or changed.
+    pub fn on_volume_upsert(&mut self, volume: Volume, now: Millis) {
+        let action =
+            if self.cache.volumes().volume(&volume.name).is_some() { EventAction::Update } else { EventAction::Add };
+        self.cache.upsert_volume(volume);
+        self.fire(ClusterEvent::new(EventResource::PersistentVolume, action), now);
+    }
+
+    pub fn on_volume_delete(&mut self, name: &str, now: Millis) {
+        self.cache.remove_volume(name);
+        self.fire(ClusterEvent::new(EventResource::PersistentVolume, EventAction::Delete), now);
+    }
+
+    pub fn on_storage_class_upsert(&mut self, class: StorageClass, now: Millis) {
+        self.cache.upsert_storage_class(class);
+        self.fire(ClusterEvent::any(EventResource::StorageClass), now);
+    }
+
+    pub fn on_storage_class_delete(&mut self, name: &str, now: Millis) {
+        self.cache.remove_storage_class(name);
+        self.fire(ClusterEvent::new(EventResource::StorageClass, EventAction::Delete), now);
+    }
+
+    pub fn on_csi_node_upsert(&mut self, csi: CsiNode, now: Millis) {
+        self.cache.upsert_csi_node(csi);
+        self.fire(ClusterEvent::any(EventResource::CsiNode), now);
+    }
+
+    pub fn on_csi_node_delete(&mut self, node: &str, now: Millis) {
+        self.cache.remove_csi_node(node);
+        self.fire(ClusterEvent::new(EventResource::CsiNode, EventAction::Delete), now);
+    }
+
+    /// A ResourceClaim was added or changed.
+    pub fn on_resource_claim_upsert(&mut self, claim: ResourceClaim, now: Millis) {
+        let action = if self.cache.dra().claim(&claim.namespace, &claim.name).is_some() {
+            EventAction::Update
+        } else {
+            EventAction::Add
+        };
+        self.cache.upsert_resource_claim(claim);
+        self.fire(ClusterEvent::new(EventResource::ResourceClaim, action), now);
+    }
+
+    pub fn on_resource_claim_delete(&mut self, namespace: &str, name: &str, now: Millis) {
+        self.cache.remove_resource_claim(namespace, name);
+        self.fire(ClusterEvent::new(EventResource::ResourceClaim, EventAction::Delete), now);
+    }
+
+    /// A ResourceSlice was added or changed.
+    pub fn on_slice_upsert(&mut self, slice: Slice, now: Millis) {
+        self.cache.upsert_slice(slice);
+        self.fire(ClusterEvent::any(EventResource::ResourceSlice), now);
+    }
+
+    pub fn on_slice_delete(&mut self, name: &str, now: Millis) {
+        self.cache.remove_slice(name);
+        self.fire(ClusterEvent::new(EventResource::ResourceSlice, EventAction::Delete), now);
+    }
+
+    /// A DeviceClass was added or changed.
+    pub fn on_device_class_upsert(&mut self, class: DeviceClass, now: Millis) {
+        self.cache.upsert_device_class(class);
+        self.fire(ClusterEvent::any(EventResource::DeviceClass), now);
+    }
+
+    pub fn on_device_class_delete(&mut self, name: &str, now: Millis) {
+        self.cache.remove_device_class(name);
+        self.fire(ClusterEvent::new(EventResource::DeviceClass, EventAction::Delete), now);
+    }
+
     /// A pending pod is gone from the pending pods' view: deleted, or bound
     /// (the bound view then reports it). Only the queue forgets it; an
     /// assumed pod stays until its binding reports, which knows whether
@@ -577,6 +704,7 @@ impl Scheduler {
         state.set_node_selector(profile.node_selector.clone());
         state.set_nominated(self.nominated());
         state.set_held(self.holds.index());
+        state.write(profile.gpu_placement);
         let decision = self.algorithm.schedule(&profile, &mut state, &qp.pod, &self.snapshot);
         let mut record = decision.record;
         let mut qp = qp;
@@ -654,6 +782,7 @@ impl Scheduler {
         let mut assumed = pod.clone();
         assumed.node_name = Some(node.to_string());
         assumed.nominated_node_name = None;
+        assumed.gpu_devices = crate::devices::assign(&self.snapshot, &assumed, node, profile.gpu_placement);
         let assumed = Arc::new(assumed);
         self.cache.assume_pod(assumed.clone()).map_err(|e| Status::error(e.to_string()))?;
         let mut reserved = Vec::new();
@@ -688,7 +817,19 @@ impl Scheduler {
             }
         }
         match failure {
-            None => Ok(assumed),
+            None => {
+                // VolumeBinding's Reserve chose the pod's volume bindings:
+                // the next decisions see them taken.
+                if let Some(b) = state.read::<PodVolumeBindings>().filter(|b| !b.is_empty()) {
+                    self.cache.assume_volumes(&assumed.uid, b);
+                }
+                // DynamicResources's Reserve allocated the pod's claims:
+                // the next decisions see the devices taken.
+                if let Some(a) = state.read::<PodAllocations>().filter(|a| !a.is_empty()) {
+                    self.cache.assume_claims(&assumed.uid, a);
+                }
+                Ok(assumed)
+            }
             Some(status) => {
                 for p in reserved.iter().rev() {
                     if let Some(r) = p.as_reserve() {
@@ -708,6 +849,8 @@ impl Scheduler {
                 r.unreserve(state, pod, node);
             }
         }
+        self.cache.forget_volumes(&pod.uid);
+        self.cache.forget_claims(&pod.uid);
         let _ = self.cache.forget_pod(&pod.uid);
     }
 
@@ -765,6 +908,8 @@ impl Scheduler {
             // The bound view confirms it; until then the assumption holds,
             // for the configured TTL at most (`expire_assumed_pods`).
             self.cache.finish_binding(&task.pod.uid, now);
+            self.cache.confirm_volumes(&task.pod.uid);
+            self.cache.confirm_claims(&task.pod.uid);
             for p in &task.profile.post_bind {
                 if let Some(pb) = p.as_post_bind() {
                     pb.post_bind(&mut task.state, &task.pod, &task.node);
@@ -777,6 +922,8 @@ impl Scheduler {
                 r.unreserve(&mut task.state, &task.pod, &task.node);
             }
         }
+        self.cache.forget_volumes(&task.pod.uid);
+        self.cache.forget_claims(&task.pod.uid);
         if self.cache.forget_pod(&task.pod.uid).is_ok() {
             self.fire(ClusterEvent::new(EventResource::AssignedPod, EventAction::Delete), now);
             let member = task.pod.group_key().map(|key| (key, task.pod.uid.clone()));

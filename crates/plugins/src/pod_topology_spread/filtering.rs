@@ -36,7 +36,7 @@ pub(super) struct PreFilterState {
 
 impl PreFilterPlugin for PodTopologySpread {
     fn pre_filter(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot) -> (PreFilterResult, Status) {
-        let constraints = self.constraints_for(pod, UnsatisfiableAction::DoNotSchedule);
+        let constraints = self.constraints_for(pod, UnsatisfiableAction::DoNotSchedule, snapshot.workloads());
         if constraints.is_empty() {
             return (PreFilterResult::default(), Status::skip());
         }

@@ -28,6 +28,7 @@ use engine::model::{
     UnsatisfiableAction,
 };
 use engine::registry::{ArgsError, decode_args};
+use engine::selectors::WorkloadSelectors;
 use serde::Deserialize;
 
 use crate::helper::{find_untolerated_taint, is_do_not_schedule_taint, required_node_affinity_matches};
@@ -297,9 +298,15 @@ impl PodTopologySpread {
     }
 
     /// The pod's constraints for `action`: its own when it has any (of
-    /// either action), else the defaults with its owner's selector (none
-    /// when it has no owner selector).
-    fn constraints_for(&self, pod: &Pod, action: UnsatisfiableAction) -> Vec<TopologySpreadConstraint> {
+    /// either action), else the defaults with kube's default selector (the
+    /// Services selecting it and its controller's selector; no defaults
+    /// when there is none).
+    fn constraints_for(
+        &self,
+        pod: &Pod,
+        action: UnsatisfiableAction,
+        workloads: &WorkloadSelectors,
+    ) -> Vec<TopologySpreadConstraint> {
         if !pod.topology_spread_constraints.is_empty() {
             return pod
                 .topology_spread_constraints
@@ -308,7 +315,7 @@ impl PodTopologySpread {
                 .cloned()
                 .collect();
         }
-        let Some(selector) = pod.owner_selector.as_ref().filter(|s| !s.is_empty()) else {
+        let Some(selector) = workloads.default_selector(pod) else {
             return Vec::new();
         };
         self.default_constraints
@@ -666,7 +673,10 @@ mod tests {
 
         use UnsatisfiableAction::*;
         let keys = |pl: &PodTopologySpread, pod: &Pod, action| -> Vec<(String, i32)> {
-            pl.constraints_for(pod, action).into_iter().map(|c| (c.topology_key, c.max_skew)).collect()
+            pl.constraints_for(pod, action, &WorkloadSelectors::default())
+                .into_iter()
+                .map(|c| (c.topology_key, c.max_skew))
+                .collect()
         };
         let s = |k: &str, n: i32| (k.to_string(), n);
         // (name, plugin, pod, action, wanted (key, maxSkew) list)
@@ -685,7 +695,7 @@ mod tests {
             assert_eq!(keys(pl, pod, action), want, "{name}");
         }
         // Defaults take the owner's selector and the configured policies.
-        let c = &list.constraints_for(&owned, DoNotSchedule)[0];
+        let c = &list.constraints_for(&owned, DoNotSchedule, &WorkloadSelectors::default())[0];
         assert_eq!(c.selector, LabelSelector::from_match_labels([("app", "web")]));
         assert_eq!(c.node_taints_policy, InclusionPolicy::Honor);
         assert_eq!(c.node_affinity_policy, InclusionPolicy::Honor);

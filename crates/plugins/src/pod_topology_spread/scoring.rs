@@ -58,7 +58,7 @@ impl PreScorePlugin for PodTopologySpread {
         if snapshot.nodes().is_empty() {
             return Status::skip();
         }
-        let constraints = self.constraints_for(pod, UnsatisfiableAction::ScheduleAnyway);
+        let constraints = self.constraints_for(pod, UnsatisfiableAction::ScheduleAnyway, snapshot.workloads());
         if constraints.is_empty() {
             return Status::skip();
         }

@@ -1,0 +1,254 @@
+//! Workloads beyond single pods on a real control plane (DESIGN.md §6): a
+//! PyTorchJob-shaped gang (a Job whose pods carry the pod-group label,
+//! created by kube-controller-manager's Job controller) bound together or
+//! not at all, with the PodGroup's status written and the gang's message in
+//! `kubectl describe`; a high-priority GPU pod preempting a low-priority one
+//! the way kube-scheduler does (DisruptionTarget condition, deletion,
+//! Preempted Event, nominatedNodeName), bound once the victim is gone; and
+//! pods with PersistentVolumeClaims, bound by kube-controller-manager's PV
+//! controller after the scheduler's PreBind; and a Deployment's pods spread
+//! over zones by kube's default constraints, their selector taken from the
+//! ReplicaSet the Deployment controller made. The scenarios share one
+//! cluster, each in its own namespace, schedulerName and pool.
+
+mod support;
+
+use std::collections::HashMap;
+
+use support::cluster::{Cluster, config_yaml, items, node_yaml, pod_yaml, s, wait_for};
+
+type Scenario = fn(&Cluster);
+
+#[test]
+fn workloads_on_a_live_cluster() {
+    let c = Cluster::up("workloads");
+    c.install_crds();
+    let scenarios: [(&str, Scenario); 4] = [
+        ("a gang from a Job, all or nothing", gang_from_a_job),
+        ("preemption", preemption),
+        ("volumes", volumes),
+        ("default spreading of a Deployment", default_spreading),
+    ];
+    let failed: Vec<&str> = std::thread::scope(|scope| {
+        let handles: Vec<_> = scenarios.iter().map(|(name, f)| (*name, scope.spawn(|| f(&c)))).collect();
+        handles.into_iter().filter_map(|(name, h)| h.join().is_err().then_some(name)).collect()
+    });
+    assert!(failed.is_empty(), "failed scenarios: {failed:?} (their panics are printed above)");
+}
+
+fn gpu_nodes(prefix: &str, pool: &str, n: usize) -> String {
+    (1..=n)
+        .map(|i| node_yaml(&format!("{prefix}-{i}"), &[("pool", pool), ("gpu-model", "a100")], 64, 512, 8, &[]))
+        .collect()
+}
+
+fn pod_group(name: &str, min: u32) -> String {
+    format!(
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {{name: {name}}}\nspec: {{minMember: {min}}}\n---\n"
+    )
+}
+
+/// A Job of `n` workers, each asking for 8 GPUs, in the gang `group`.
+fn job(name: &str, group: &str, scheduler: &str, n: u32) -> String {
+    format!(
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {{name: {name}}}\nspec:\n  parallelism: {n}\n  completions: {n}\n  template:\n    metadata:\n      labels: {{scheduling.x-k8s.io/pod-group: {group}, gpu-scheduler.io/workload: training}}\n    spec:\n      schedulerName: {scheduler}\n      restartPolicy: Never\n      containers:\n      - name: worker\n        image: registry.k8s.io/pause:3.10\n        resources:\n          requests: {{cpu: \"4\", memory: 16Gi}}\n          limits: {{nvidia.com/gpu: \"8\"}}\n---\n"
+    )
+}
+
+/// Pods of a Job, by name, with their node ("" while pending).
+fn job_pods(c: &Cluster, ns: &str, job: &str) -> HashMap<String, String> {
+    let list = c.get_json(&["pods", "-n", ns, "-l", &format!("job-name={job}")]);
+    items(&list).iter().map(|p| (s(&p["metadata"]["name"]), s(&p["spec"]["nodeName"]))).collect()
+}
+
+fn gang_from_a_job(c: &Cluster) {
+    c.kubectl(&["create", "namespace", "train"]);
+    c.kubectl_in(&["create", "-f", "-"], &gpu_nodes("train", "train", 4));
+    let config = c.file("train-config.yaml", &config_yaml("gs-train", "train", 50, 100));
+    let mut sched = c.start_scheduler(&config, &c.dir.join("train-scheduler.log"));
+    c.kubectl_in(
+        &["create", "-n", "train", "-f", "-"],
+        &(pod_group("pretrain", 4) + &job("pretrain", "pretrain", "gs-train", 4)),
+    );
+    let placed = wait_for(90, "the 4 workers of pretrain bound", || {
+        let p = job_pods(c, "train", "pretrain");
+        (p.len() == 4 && p.values().all(|n| !n.is_empty())).then_some(p)
+    });
+    let mut nodes: Vec<&String> = placed.values().collect();
+    nodes.sort();
+    nodes.dedup();
+    assert_eq!(nodes.len(), 4, "one 8-GPU worker per node: {placed:?}");
+    let status = wait_for(60, "the PodGroup's status written", || {
+        let g = c.get_json(&["podgroups.scheduling.x-k8s.io", "pretrain", "-n", "train"]);
+        (g["status"]["phase"] == "Scheduled").then_some(g)
+    });
+    assert_eq!(status["status"]["scheduled"], 4, "{status}");
+
+    // A second gang of 3 finds one node's worth of room at most: none of
+    // it is bound, and each member says why.
+    c.kubectl_in(
+        &["create", "-n", "train", "-f", "-"],
+        &(pod_group("finetune", 3) + &job("finetune", "finetune", "gs-train", 3)),
+    );
+    let describe = wait_for(90, "the gang's message on a finetune member", || {
+        let pods = job_pods(c, "train", "finetune");
+        let name = pods.keys().next()?.clone();
+        let d = c.kubectl(&["describe", "pod", &name, "-n", "train"]);
+        d.contains("for gang train/finetune").then_some(d)
+    });
+    assert!(describe.contains("0 of 3 members fit"), "{describe}");
+    let pods = job_pods(c, "train", "finetune");
+    assert!(pods.values().all(String::is_empty), "no member of the gang that does not fit is bound: {pods:?}");
+    let g = c.get_json(&["podgroups.scheduling.x-k8s.io", "finetune", "-n", "train"]);
+    assert_eq!(g["status"]["phase"], "Pending", "{g}");
+    let status = sched.terminate();
+    assert!(status.success(), "exit status {status:?}:\n{}", sched.log_text());
+}
+
+fn preemption(c: &Cluster) {
+    c.kubectl(&["create", "namespace", "preempt"]);
+    c.kubectl_in(&["create", "-f", "-"], &gpu_nodes("preempt", "preempt", 1));
+    let classes = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: preempt-low}\nvalue: 0\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: preempt-high}\nvalue: 1000\n---\n";
+    c.kubectl_in(&["create", "-f", "-"], classes);
+    let with_class =
+        |yaml: String, class: &str| yaml.replace("spec:\n", &format!("spec:\n  priorityClassName: {class}\n"));
+    let low = with_class(pod_yaml("low", "gs-preempt", &[], "cpu: 1", 8), "preempt-low");
+    c.kubectl_in(&["create", "-n", "preempt", "-f", "-"], &low);
+    let config = c.file("preempt-config.yaml", &config_yaml("gs-preempt", "preempt", 50, 100));
+    let mut sched = c.start_scheduler(&config, &c.dir.join("preempt-scheduler.log"));
+    wait_for(60, "low bound", || c.placements("preempt").into_iter().find(|(p, n)| p == "low" && !n.is_empty()));
+
+    let high = with_class(pod_yaml("high", "gs-preempt", &[], "cpu: 1", 8), "preempt-high");
+    c.kubectl_in(&["create", "-n", "preempt", "-f", "-"], &high);
+    // The victim: the DisruptionTarget condition, then deleted (graceful:
+    // no kubelet confirms it here, so it stays terminating).
+    let victim = wait_for(60, "low marked for preemption and deleted", || {
+        let p = c.get_json(&["pod", "low", "-n", "preempt"]);
+        let cond = p["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == "DisruptionTarget")?.clone();
+        (!p["metadata"]["deletionTimestamp"].is_null()).then_some(cond)
+    });
+    assert_eq!((s(&victim["status"]).as_str(), s(&victim["reason"]).as_str()), ("True", "PreemptionByScheduler"));
+    assert_eq!(s(&victim["message"]), "gs-preempt: preempting to accommodate a higher priority pod");
+    let high_pod = c.get_json(&["pod", "high", "-n", "preempt"]);
+    assert_eq!(s(&high_pod["status"]["nominatedNodeName"]), "preempt-1", "{high_pod}");
+    assert_eq!(s(&high_pod["spec"]["nodeName"]), "", "not bound while the victim is still there");
+    let events = c.kubectl(&["get", "events", "-n", "preempt", "--field-selector", "reason=Preempted", "-o", "json"]);
+    assert!(events.contains("Preempted by pod"), "{events}");
+
+    // The kubelet's part: the victim's containers stop and it goes.
+    c.kubectl(&["delete", "pod", "low", "-n", "preempt", "--grace-period=0", "--force"]);
+    wait_for(60, "high bound on the freed node", || {
+        c.placements("preempt").into_iter().find(|(p, n)| p == "high" && n == "preempt-1")
+    });
+    let status = sched.terminate();
+    let log = sched.log_text();
+    assert!(status.success(), "exit status {status:?}:\n{log}");
+    let metrics_seen = log.contains("preempting");
+    assert!(metrics_seen, "the preemption is logged:\n{log}");
+}
+
+fn volumes(c: &Cluster) {
+    c.kubectl(&["create", "namespace", "vol"]);
+    let nodes: String = [("vol-1", "z1"), ("vol-2", "z1"), ("vol-3", "z2")]
+        .iter()
+        .map(|(n, z)| {
+            let labels = [("pool", "vol"), ("topology.kubernetes.io/zone", z), ("kubernetes.io/hostname", n)];
+            node_yaml(n, &labels, 8, 32, 0, &[])
+        })
+        .collect();
+    c.kubectl_in(&["create", "-f", "-"], &nodes);
+    let objects = "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: vol-local}\nprovisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n---\n\
+apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: vol-pv-local}\nspec:\n  storageClassName: vol-local\n  capacity: {storage: 10Gi}\n  accessModes: [ReadWriteOnce]\n  local: {path: /data}\n  nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [vol-2]}]}]}}\n---\n\
+apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: dataset, namespace: vol}\nspec: {storageClassName: vol-local, accessModes: [ReadWriteOnce], resources: {requests: {storage: 5Gi}}}\n---\n\
+apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: vol-pv-zonal, labels: {topology.kubernetes.io/zone: z2}}\nspec:\n  storageClassName: \"\"\n  capacity: {storage: 10Gi}\n  accessModes: [ReadWriteOncePod]\n  hostPath: {path: /zonal}\n---\n\
+apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: checkpoints, namespace: vol}\nspec: {storageClassName: \"\", volumeName: vol-pv-zonal, accessModes: [ReadWriteOncePod], resources: {requests: {storage: 5Gi}}}\n---\n";
+    c.kubectl_in(&["create", "-f", "-"], objects);
+    // The pre-bound claim is bound by the PV controller before any pod.
+    wait_for(60, "checkpoints bound", || {
+        (c.get_json(&["pvc", "checkpoints", "-n", "vol"])["status"]["phase"] == "Bound").then_some(())
+    });
+    let config = c.file("vol-config.yaml", &config_yaml("gs-vol", "vol", 50, 100));
+    let mut sched = c.start_scheduler(&config, &c.dir.join("vol-scheduler.log"));
+    let with_claim = |name: &str, claim: &str| {
+        pod_yaml(name, "gs-vol", &[], "cpu: 1", 0).replace(
+            "  containers:\n",
+            &format!("  volumes: [{{name: v, persistentVolumeClaim: {{claimName: {claim}}}}}]\n  containers:\n"),
+        )
+    };
+    c.kubectl_in(
+        &["create", "-n", "vol", "-f", "-"],
+        &(with_claim("loader", "dataset") + &with_claim("writer", "checkpoints")),
+    );
+    // The WaitForFirstConsumer claim: the pod goes where the volume is,
+    // PreBind hands the volume to the claim, the PV controller binds it.
+    let placed = wait_for(90, "loader and writer bound", || {
+        let p: HashMap<String, String> = c.placements("vol").into_iter().collect();
+        ["loader", "writer"].iter().all(|n| p.get(*n).is_some_and(|v| !v.is_empty())).then_some(p)
+    });
+    assert_eq!(placed["loader"], "vol-2", "the local volume's node");
+    assert_eq!(placed["writer"], "vol-3", "the zonal volume's zone");
+    let claim = c.get_json(&["pvc", "dataset", "-n", "vol"]);
+    assert_eq!(
+        (s(&claim["status"]["phase"]).as_str(), s(&claim["spec"]["volumeName"]).as_str()),
+        ("Bound", "vol-pv-local")
+    );
+    // The ReadWriteOncePod claim is in use: a second user is refused.
+    c.kubectl_in(&["create", "-n", "vol", "-f", "-"], &with_claim("second-writer", "checkpoints"));
+    let describe = wait_for(60, "FailedScheduling on second-writer", || {
+        let d = c.kubectl(&["describe", "pod", "second-writer", "-n", "vol"]);
+        d.contains("FailedScheduling").then_some(d)
+    });
+    assert!(describe.contains("ReadWriteOncePod access mode"), "{describe}");
+    let status = sched.terminate();
+    assert!(status.success(), "exit status {status:?}:\n{}", sched.log_text());
+}
+
+/// kube's default profile, as shipped, for scheduler `gs-spread` on the
+/// `spread` pool (NodePool added: it is what keeps a profile to its pool).
+fn kube_default_config() -> String {
+    let shipped = std::fs::read_to_string(support::cluster::repo().join("examples/kube-default-config.yaml"))
+        .unwrap_or_else(|e| panic!("reading examples/kube-default-config.yaml: {e}"));
+    shipped
+        .replace(
+            "- schedulerName: gpu-scheduler\n",
+            "- schedulerName: gs-spread\n  nodeSelector: {matchLabels: {pool: spread}}\n",
+        )
+        .replace("      - name: NodeName\n", "      - name: NodeName\n      - name: NodePool\n")
+        + "leaderElection: {leaderElect: false}\n"
+}
+
+fn default_spreading(c: &Cluster) {
+    c.kubectl(&["create", "namespace", "spread"]);
+    // Zone za has the big nodes: without spreading every replica would go there.
+    let nodes: String =
+        [("spread-a1", "za", 32), ("spread-a2", "za", 32), ("spread-b1", "zb", 8), ("spread-c1", "zc", 8)]
+            .iter()
+            .map(|(n, z, cpu)| {
+                node_yaml(
+                    n,
+                    &[("pool", "spread"), ("topology.kubernetes.io/zone", z), ("kubernetes.io/hostname", n)],
+                    *cpu,
+                    64,
+                    0,
+                    &[],
+                )
+            })
+            .collect();
+    c.kubectl_in(&["create", "-f", "-"], &nodes);
+    let config = c.file("spread-config.yaml", &kube_default_config());
+    let mut sched = c.start_scheduler(&config, &c.dir.join("spread-scheduler.log"));
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 6\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      schedulerName: gs-spread\n      containers: [{name: c, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: '1', memory: 1Gi}}}]\n";
+    c.kubectl_in(&["create", "-n", "spread", "-f", "-"], deployment);
+    let placed = wait_for(90, "the 6 replicas bound", || {
+        let p = c.placements("spread");
+        (p.len() == 6 && p.iter().all(|(_, n)| !n.is_empty())).then_some(p)
+    });
+    let mut per_zone: HashMap<char, usize> = HashMap::new();
+    for (_, node) in &placed {
+        *per_zone.entry(node.chars().nth("spread-".len()).unwrap_or('?')).or_default() += 1;
+    }
+    // What `simulate` with the same config gives for the same Deployment.
+    assert_eq!(per_zone, HashMap::from([('a', 2), ('b', 2), ('c', 2)]), "{placed:?}");
+    let status = sched.terminate();
+    assert!(status.success(), "exit status {status:?}:\n{}", sched.log_text());
+}

@@ -1,0 +1,131 @@
+//! GPUs as devices (docs/POLICIES.md, "Devices").
+//!
+//! A pod's GPU request is parsed once, when the pod is converted
+//! ([`request`]): whole GPUs, a share of one GPU (thousandths of it and/or
+//! MiB of its memory), MIG instances or time-sliced replicas, and the GPU
+//! models it accepts. A node's GPUs are devices ([`node::NodeGpus`], kept in
+//! its `NodeInfo` as pods come and go), each with its free share and free
+//! memory. Which devices a pod got is written in the annotation
+//! `gpu-scheduler.io/gpu-index` ([`index::DeviceSet`]) and read back, so
+//! the accounting survives a restart.
+//!
+//! Fragmentation ([`frag`]) is measured as in the FGD paper against the
+//! typical pod shapes ([`shapes`]), which the cache learns from the pods it
+//! sees. The same measure scores nodes (the GpuFragmentation plugin) and
+//! picks the devices inside the chosen node ([`choose_devices`]).
+
+pub mod frag;
+pub mod index;
+pub mod node;
+pub mod request;
+pub mod shapes;
+
+use serde::{Deserialize, Serialize};
+
+pub use frag::{GpuState, choose_devices, cluster_fragmentation};
+pub use index::DeviceSet;
+pub use node::NodeGpus;
+pub use request::{ClaimedGpus, GpuKind, GpuModels, GpuRequest};
+pub use shapes::{GpuShapesConfig, ShapeStats, TypicalShapes};
+
+/// A pod's share of one GPU, in thousandths of it (1–1000).
+pub const ANNOTATION_GPU_MILLI: &str = "gpu-scheduler.io/gpu-milli";
+/// A pod's share of one GPU, in MiB of its memory.
+pub const ANNOTATION_GPU_MEMORY_MIB: &str = "gpu-scheduler.io/gpu-memory-mib";
+/// The devices a pod was given, written at bind time (`0`, `2-3`, `0,2`).
+pub const ANNOTATION_GPU_INDEX: &str = "gpu-scheduler.io/gpu-index";
+/// The openb / Alibaba GPU-share forms of the same requests.
+pub const ANNOTATION_ALIBABA_GPU_MILLI: &str = "alibabacloud.com/gpu-milli";
+pub const ANNOTATION_ALIBABA_GPU_COUNT: &str = "alibabacloud.com/gpu-count";
+/// The GPU models a pod accepts, `|`-separated (`V100M16|V100M32`).
+pub const ANNOTATION_ALIBABA_GPU_MODEL: &str = "alibabacloud.com/gpu-card-model";
+/// Node label with each GPU's memory in MiB (set by GPU feature discovery).
+pub const LABEL_GPU_MEMORY: &str = "nvidia.com/gpu.memory";
+/// Time-sliced GPUs as the NVIDIA device plugin advertises them with
+/// `renameByDefault`.
+pub const GPU_SHARED_RESOURCE: &str = "nvidia.com/gpu.shared";
+/// MIG instances: `nvidia.com/mig-<g>g.<m>gb` (the mixed strategy).
+pub const MIG_RESOURCE_PREFIX: &str = "nvidia.com/mig-";
+/// One GPU in thousandths.
+pub const MILLI_PER_GPU: u32 = 1000;
+/// Devices modelled per node: [`DeviceSet`] is a 64-bit set.
+pub const MAX_DEVICES: usize = 64;
+
+/// How GPU pods are placed, per profile (`gpuPlacement`): which score
+/// plugin ranks the nodes and how devices are chosen inside the node.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum GpuPlacement {
+    /// Least fragmentation against the typical pod shapes (FGD's measure).
+    #[default]
+    Fragmentation,
+    /// Best fit: the node and device with the least GPU left after the pod.
+    Binpack,
+    /// Worst fit: the node and device with the most GPU left after the pod.
+    Spread,
+}
+
+impl GpuPlacement {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GpuPlacement::Fragmentation => "fragmentation",
+            GpuPlacement::Binpack => "binpack",
+            GpuPlacement::Spread => "spread",
+        }
+    }
+}
+
+/// The devices `pod` gets on `node` of `snapshot` (the one its decision
+/// saw), chosen as `placement` says; None when it takes no device.
+pub fn assign(
+    snapshot: &crate::cache::Snapshot,
+    pod: &crate::model::Pod,
+    node: &str,
+    placement: GpuPlacement,
+) -> Option<DeviceSet> {
+    if !pod.gpu.wants_devices() {
+        return None;
+    }
+    let info = snapshot.get(node)?;
+    let shapes = snapshot.gpu_shapes();
+    choose_devices(&info.gpu_state(), &pod.gpu, pod.requests.milli_cpu, placement, shapes).filter(|d| !d.is_empty())
+}
+
+/// Reads the node label [`LABEL_GPU_MEMORY`]: MiB per GPU, if set.
+pub fn gpu_memory_label(labels: &crate::model::Labels) -> Result<Option<u64>, String> {
+    match labels.get(LABEL_GPU_MEMORY) {
+        None => Ok(None),
+        Some(v) => match v.trim().parse::<u64>() {
+            Ok(m) if m > 0 => Ok(Some(m)),
+            _ => Err("must be a positive integer (MiB per GPU)".into()),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placement_names() {
+        for (p, name) in [
+            (GpuPlacement::Fragmentation, "fragmentation"),
+            (GpuPlacement::Binpack, "binpack"),
+            (GpuPlacement::Spread, "spread"),
+        ] {
+            assert_eq!(p.as_str(), name);
+            assert_eq!(serde_json::to_value(p).unwrap(), serde_json::json!(name));
+        }
+        assert_eq!(GpuPlacement::default(), GpuPlacement::Fragmentation);
+    }
+
+    #[test]
+    fn memory_label() {
+        let labels = |v: &str| crate::model::Labels::from([(LABEL_GPU_MEMORY.to_string(), v.to_string())]);
+        assert_eq!(gpu_memory_label(&Default::default()), Ok(None));
+        assert_eq!(gpu_memory_label(&labels("81920")), Ok(Some(81920)));
+        for bad in ["0", "80G", "-1", ""] {
+            assert!(gpu_memory_label(&labels(bad)).is_err(), "{bad:?}");
+        }
+    }
+}

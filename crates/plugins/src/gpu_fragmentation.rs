@@ -1,0 +1,328 @@
+//! GpuFragmentation: the FGD idea (Weng et al., "Beware of Fragmentation",
+//! ATC '23) as a score: a node scores by how little placing the pod there
+//! adds to its GPU fragmentation, measured against the typical pod shapes
+//! the scheduler has learned (docs/POLICIES.md, "Fragmentation"). The
+//! device inside the node is the one that adds the least (the choice the
+//! scheduler then makes when it assumes the pod).
+//!
+//! Two changes to FGD, each measured on Alibaba's trace (docs/BENCHMARKS.md):
+//!
+//! - the measure (`measure: Stranded`, the default) is the GPU a node
+//!   would strand if filled with as many pods of each typical shape as fit,
+//!   cpu included, where FGD's (`measure: Fgd`) asks only whether one more
+//!   pod fits;
+//! - nodes within `bandThousandths` of fragmentation of each other score
+//!   alike and the fullest of them wins (best fit): 10 points per band
+//!   below the best node, and 1 point per whole GPU the node keeps free
+//!   (at most 9), down to 45 (so that GpuModel's preference, weighted
+//!   more, still wins). FGD's published figures come from a
+//!   kube-scheduler that breaks its coarse score ties by node name, a
+//!   first fit; a fine score with random ties does far worse.
+//!
+//! Active when the profile's `gpuPlacement` is `fragmentation` (the
+//! default). CPU-only pods are scored too: their cpu can leave a GPU node
+//! unable to host the typical GPU pods. Nodes without GPUs score as "no
+//! fragmentation added, no GPU kept".
+
+use std::sync::Arc;
+
+use engine::cache::{NodeList, NodeView};
+use engine::devices::frag::{Measure, least_fragmenting};
+use engine::devices::{DeviceSet, GpuKind, GpuPlacement, MILLI_PER_GPU, TypicalShapes};
+use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
+use engine::model::Pod;
+use engine::registry::{ArgsError, decode_args};
+use serde::Deserialize;
+
+use crate::helper::skip_if;
+
+pub const NAME: &str = "GpuFragmentation";
+
+/// Points per band of fragmentation below the best node.
+const BAND_POINTS: i64 = 10;
+/// The lowest score. GpuModel gives 100 or 50 at weight 0.4, a 20-point
+/// swing; from 100 down to 45 at weight 0.35 this score swings 19.25: the
+/// GPU-model preference outweighs any fragmentation, as the policy orders
+/// them, and fragmentation decides among the nodes of a model.
+const MIN_SCORE: i64 = 45;
+/// Raw scores: fragmentation removed in thousandths × this, minus the GPU
+/// left free in tenths (at most this − 1).
+const RAW_UNIT: i64 = 100;
+
+/// `GpuFragmentationArgs`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GpuFragmentationArgs {
+    /// `Stranded` (ours) or `Fgd` (the paper's).
+    #[serde(default)]
+    pub measure: Measure,
+    /// Fragmentation (thousandths of a GPU) that counts as one band.
+    #[serde(default = "default_band")]
+    pub band_thousandths: u32,
+}
+
+fn default_band() -> u32 {
+    50
+}
+
+impl Default for GpuFragmentationArgs {
+    fn default() -> Self {
+        GpuFragmentationArgs { measure: Measure::default(), band_thousandths: default_band() }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct GpuFragmentation {
+    measure: Measure,
+    band: i64,
+}
+
+/// The typical shapes of this cycle, from the snapshot.
+struct Shapes(Arc<TypicalShapes>);
+
+pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsError> {
+    let args: GpuFragmentationArgs = decode_args(args)?;
+    if args.band_thousandths == 0 || args.band_thousandths > MILLI_PER_GPU {
+        return Err(ArgsError::new("bandThousandths", "must be from 1 to 1000"));
+    }
+    Ok(Arc::new(GpuFragmentation { measure: args.measure, band: i64::from(args.band_thousandths) }))
+}
+
+impl Plugin for GpuFragmentation {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    /// A score rejects nothing: no event needs to requeue pods for it.
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        Vec::new()
+    }
+
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        Some(self)
+    }
+
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+impl PreScorePlugin for GpuFragmentation {
+    /// Skips other placements, clusters without GPU nodes, MIG and
+    /// time-sliced pods (GpuSlicePacking's), and while no shape is known.
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, nodes: NodeList<'_>) -> Status {
+        let placement = state.read::<GpuPlacement>().copied().unwrap_or_default();
+        let shapes = nodes.snapshot().gpu_shapes();
+        let skip = placement != GpuPlacement::Fragmentation
+            || nodes.snapshot().fact_counts().gpus == 0
+            || matches!(state.pod_gpu(pod).kind, GpuKind::Slices { .. })
+            || shapes.is_empty();
+        if !skip {
+            state.write(Shapes(shapes.clone()));
+        }
+        skip_if(skip)
+    }
+}
+
+/// What placing a pod on a node does.
+struct Effect {
+    /// The node's fragmentation now.
+    before: f64,
+    /// The devices and the fragmentation after; None when it does not fit.
+    placed: Option<(DeviceSet, f64)>,
+    /// Thousandths of GPU left free after.
+    free_after: i64,
+}
+
+impl GpuFragmentation {
+    fn effect(&self, shapes: &TypicalShapes, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Effect {
+        let s = node.gpu_state();
+        Effect {
+            before: shapes.measure(self.measure, &s),
+            placed: least_fragmenting(self.measure, &s, state.pod_gpu(pod), pod.requests.milli_cpu, shapes),
+            free_after: (s.free_total() - state.pod_gpu(pod).total_milli() as i64).max(0),
+        }
+    }
+}
+
+impl ScorePlugin for GpuFragmentation {
+    fn score(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Result<i64, Status> {
+        let Some(Shapes(shapes)) = state.read::<Shapes>() else {
+            return Err(Status::error("GpuFragmentation: PreScore did not run"));
+        };
+        if !node.summary().has_gpus {
+            return Ok(0);
+        }
+        let e = self.effect(shapes, state, pod, node);
+        // Does not fit (GpuDeviceFit disabled): as if all its free GPU became a fragment.
+        let after = e.placed.map_or(e.before + node.gpus.free_total() as f64, |(_, f)| f);
+        let removed = (e.before - after).round() as i64;
+        let kept_free = (e.free_after / 100).min(RAW_UNIT - 1);
+        Ok(removed * RAW_UNIT - kept_free)
+    }
+
+    fn has_normalize(&self) -> bool {
+        true
+    }
+
+    /// 100 for the best node, 10 less per band of fragmentation more, 1
+    /// less per whole GPU left free (at most 9); at least [`MIN_SCORE`].
+    fn normalize(&self, _state: &CycleState, _pod: &Pod, scores: &mut [i64]) -> Status {
+        // raw = removed × 100 − kept (0 ≤ kept < 100): decode both exactly.
+        let decode = |raw: i64| {
+            ((raw + RAW_UNIT - 1).div_euclid(RAW_UNIT), RAW_UNIT - 1 - (raw + RAW_UNIT - 1).rem_euclid(RAW_UNIT))
+        };
+        let best = scores.iter().map(|&r| decode(r).0).max().unwrap_or(0);
+        for s in scores.iter_mut() {
+            let (removed, kept_tenths) = decode(*s);
+            let bands = (best - removed) / self.band;
+            let kept_gpus = (kept_tenths / 10).min(BAND_POINTS - 1);
+            *s = MAX_NODE_SCORE
+                .saturating_sub(bands.saturating_mul(BAND_POINTS))
+                .saturating_sub(kept_gpus)
+                .max(MIN_SCORE);
+        }
+        Status::success()
+    }
+
+    /// The node's fragmentation before and after the pod, and its devices.
+    fn explain(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Vec<(String, String)> {
+        let Some(Shapes(shapes)) = state.read::<Shapes>() else { return Vec::new() };
+        let e = self.effect(shapes, state, pod, node);
+        let free = node.gpus.free_total();
+        let mut out = vec![("fragmentation".to_string(), format!("{:.0}/{free}", e.before))];
+        if let Some((devices, after)) = e.placed {
+            out.push(("after".to_string(), format!("{after:.0}")));
+            if !devices.is_empty() {
+                out.push(("devices".to_string(), devices.to_string()));
+            }
+        }
+        out.push(("freeAfter".to_string(), e.free_after.to_string()));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::cache::Snapshot;
+    use engine::devices::GpuRequest;
+    use engine::facts::GPU_RESOURCE;
+    use engine::framework::Code;
+    use engine::testing::{node, pod};
+
+    /// A snapshot of 4-GPU nodes with shares on them, having seen `seen`.
+    fn cluster(nodes: &[(&str, &[(u32, &str)])], seen: &[GpuRequest]) -> Snapshot {
+        let mut cache = engine::cache::Cache::new();
+        for (name, shares) in nodes {
+            cache.upsert_node(node(name).capacity(64_000, 256 << 30).resource(GPU_RESOURCE, 4).build());
+            for (i, (milli, d)) in shares.iter().enumerate() {
+                let p = pod(&format!("{name}-{i}")).node(name).with(|p| {
+                    p.gpu = GpuRequest::share(*milli, 0);
+                    p.gpu_devices = DeviceSet::parse(d).ok();
+                });
+                cache.add_pod(p.arc()).unwrap();
+            }
+        }
+        for (i, g) in seen.iter().enumerate() {
+            cache.observe_shape(&pod(&format!("seen-{i}")).with(|p| p.gpu = g.clone()).build());
+        }
+        let mut snap = Snapshot::new();
+        cache.update_snapshot(&mut snap);
+        snap
+    }
+
+    /// Normalised scores of `gpu` on every node, in snapshot order.
+    fn scores(plugin: &Arc<dyn Plugin>, snap: &Snapshot, gpu: GpuRequest) -> Option<Vec<i64>> {
+        let p = pod("p").with(|p| p.gpu = gpu).build();
+        let mut state = CycleState::new();
+        if plugin.as_pre_score().unwrap().pre_score(&mut state, &p, snap.node_list()).is_skip() {
+            return None;
+        }
+        let score = plugin.as_score().unwrap();
+        let mut raw: Vec<i64> = snap.node_list().iter().map(|n| score.score(&state, &p, &n).unwrap()).collect();
+        assert!(score.normalize(&state, &p, &mut raw).is_success());
+        Some(raw)
+    }
+
+    #[test]
+    fn the_least_fragmenting_node_wins_then_the_fullest() {
+        let seen = [GpuRequest::whole(1), GpuRequest::whole(1), GpuRequest::share(500, 0)];
+        // Node a: a 500 share on device 0; node b: nothing; node c: 700 on device 0.
+        let snap = cluster(&[("a", &[(500, "0")]), ("b", &[]), ("c", &[(700, "0")])], &seen);
+        let at = |name: &str| snap.position(name).unwrap();
+        for measure in [Measure::Stranded, Measure::Fgd] {
+            let plugin = new(Some(&serde_json::json!({"measure": format!("{measure:?}")}))).unwrap();
+            // A half fills a's half; on b it breaks a whole GPU, on c it does not fit device 0.
+            let s = scores(&plugin, &snap, GpuRequest::share(500, 0)).unwrap();
+            assert_eq!(s[at("a")], 100 - 3, "{measure:?} {s:?}: 3 GPUs left free");
+            assert_eq!((s[at("b")], s[at("c")]), (MIN_SCORE, MIN_SCORE), "{measure:?} {s:?}");
+            // A 300 share fits in c's 300 left exactly.
+            let s = scores(&plugin, &snap, GpuRequest::share(300, 0)).unwrap();
+            assert_eq!(s[at("c")], 100 - 3, "{measure:?} {s:?}");
+            // A whole GPU fragments nothing more anywhere: the fullest node wins.
+            let s = scores(&plugin, &snap, GpuRequest::whole(1)).unwrap();
+            assert_eq!((s[at("a")], s[at("b")], s[at("c")]), (98, 97, 98), "{measure:?}: 2.5, 3 and 2.3 GPUs left");
+        }
+    }
+
+    #[test]
+    fn bands_and_points() {
+        let plugin = new(Some(&serde_json::json!({"bandThousandths": 100}))).unwrap();
+        let state = CycleState::new();
+        let p = pod("p").build();
+        // (fragmentation removed, GPU left free in tenths) → score
+        let cases =
+            [((0, 0), 100), ((-99, 0), 100), ((-100, 0), 90), ((-250, 35), 77), ((-5000, 0), 45), ((0, 99), 91)];
+        let mut raw: Vec<i64> = cases.iter().map(|((removed, kept), _)| removed * RAW_UNIT - kept).collect();
+        plugin.as_score().unwrap().normalize(&state, &p, &mut raw);
+        assert_eq!(raw, cases.map(|(_, want)| want));
+    }
+
+    #[test]
+    fn pre_score_skips() {
+        let plugin = new(None).unwrap();
+        let snap = cluster(&[("a", &[])], &[GpuRequest::whole(1)]);
+        let mig = GpuRequest {
+            kind: GpuKind::Slices { resource: "nvidia.com/mig-1g.10gb".into(), count: 1, memory_mib: 10240 },
+            models: None,
+        };
+        assert!(scores(&plugin, &snap, mig).is_none(), "MIG pods");
+        let no_gpus = Snapshot::from_parts(vec![node("n").build()], vec![]);
+        assert!(scores(&plugin, &no_gpus, GpuRequest::whole(1)).is_none(), "no GPU nodes");
+        assert!(scores(&plugin, &snap, GpuRequest::default()).is_some(), "CPU pods are scored");
+        let p = pod("p").with(|p| p.gpu = GpuRequest::whole(1)).build();
+        let mut state = CycleState::new();
+        state.write(GpuPlacement::Binpack);
+        assert!(plugin.as_pre_score().unwrap().pre_score(&mut state, &p, snap.node_list()).is_skip(), "binpack");
+        let e = plugin.as_score().unwrap().score(&CycleState::new(), &p, &snap.view(0)).unwrap_err();
+        assert_eq!(e.code, Code::Error);
+    }
+
+    #[test]
+    fn explain_shows_the_fragmentation() {
+        let plugin = new(Some(&serde_json::json!({"measure": "Fgd"}))).unwrap();
+        let snap = cluster(&[("a", &[(500, "0")])], &[GpuRequest::whole(1)]);
+        let p = pod("p").with(|p| p.gpu = GpuRequest::share(500, 0)).build();
+        let mut state = CycleState::new();
+        plugin.as_pre_score().unwrap().pre_score(&mut state, &p, snap.node_list());
+        let details = plugin.as_score().unwrap().explain(&state, &p, &snap.view(0));
+        // Shapes: whole GPUs 2/4 (seen, prior), 8 GPUs 1/4 (prior), halves
+        // 1/4 (the pod on a): the 500 on device 0 is a fragment for the
+        // whole GPUs, and everything is for 8 GPUs.
+        let want = [("fragmentation", "1125/3500"), ("after", "750"), ("devices", "0"), ("freeAfter", "3000")];
+        assert_eq!(details, want.map(|(k, v)| (k.to_string(), v.to_string())));
+    }
+
+    #[test]
+    fn args() {
+        for (args, field) in [
+            (serde_json::json!({"bandThousandths": 0}), "bandThousandths"),
+            (serde_json::json!({"measure": "Best"}), "measure"),
+            (serde_json::json!({"band": 5}), "band"),
+        ] {
+            let Err(e) = new(Some(&args)) else { panic!("{args} accepted") };
+            assert!(e.to_string().contains(field), "{args}: {e}");
+        }
+    }
+}

@@ -1,0 +1,353 @@
+//! Alibaba's GPU-sharing trace (`cluster-trace-gpu-v2023`, "openb"): its
+//! node and pod lists (CSV) read into the Kubernetes objects they stand
+//! for, as the FGD paper's simulator builds them: nodes with cpu, memory,
+//! `nvidia.com/gpu` and the `gpu-model` label; pods with cpu and memory
+//! requests and the openb annotations `alibabacloud.com/gpu-milli`,
+//! `alibabacloud.com/gpu-count` and `alibabacloud.com/gpu-card-model`.
+//! Columns are found by the header's names; errors name the file, line
+//! and column.
+
+use std::collections::BTreeMap;
+
+use engine::devices::{ANNOTATION_ALIBABA_GPU_COUNT, ANNOTATION_ALIBABA_GPU_MILLI, ANNOTATION_ALIBABA_GPU_MODEL};
+use engine::facts::{GPU_RESOURCE, LABEL_GPU_MODEL};
+use k8s_openapi::api::core::v1::{Container, Node, NodeStatus, Pod, PodSpec, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use thiserror::Error;
+
+/// A problem in a trace file: where it is and what is wrong.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+#[error("{file}:{line}: column {column}: {message}")]
+pub struct CsvError {
+    pub file: String,
+    /// 1-based; the header is line 1.
+    pub line: usize,
+    /// The column's name (or its number when the header lacks it).
+    pub column: String,
+    pub message: String,
+}
+
+/// One node of a node list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceNode {
+    pub name: String,
+    pub milli_cpu: i64,
+    pub memory_mib: i64,
+    pub gpus: i64,
+    /// GPU model as the trace names it (`G2`, `T4`, `V100M32`); empty for none.
+    pub model: String,
+}
+
+/// One pod of a pod list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TracePod {
+    pub name: String,
+    pub milli_cpu: i64,
+    pub memory_mib: i64,
+    pub gpus: i64,
+    /// Thousandths of each GPU (1000 for whole GPUs).
+    pub gpu_milli: i64,
+    /// Accepted models, `|`-separated; empty for any.
+    pub gpu_spec: String,
+}
+
+/// Namespace of the replayed pods.
+pub const NAMESPACE: &str = "openb";
+/// Pods allowed per node: the trace's nodes set no limit (FGD's simulator uses 1001).
+const PODS_PER_NODE: &str = "1001";
+
+/// A CSV file split into rows, with its header.
+struct Table<'a> {
+    file: &'a str,
+    header: Vec<&'a str>,
+    rows: Vec<(usize, Vec<&'a str>)>,
+}
+
+impl<'a> Table<'a> {
+    fn parse(file: &'a str, text: &'a str) -> Result<Table<'a>, CsvError> {
+        let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim_end_matches('\r')));
+        let (_, header) = lines.next().ok_or_else(|| CsvError {
+            file: file.to_string(),
+            line: 1,
+            column: "-".into(),
+            message: "empty file: a header line is expected".into(),
+        })?;
+        let header: Vec<&str> = header.split(',').map(str::trim).collect();
+        let mut rows = Vec::new();
+        for (n, line) in lines {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let cells: Vec<&str> = line.split(',').collect();
+            if let Some(i) = cells.iter().position(|c| c.contains('"')) {
+                return Err(CsvError {
+                    file: file.to_string(),
+                    line: n,
+                    column: header.get(i).map_or_else(|| (i + 1).to_string(), |h| h.to_string()),
+                    message: "quoted fields are not supported".into(),
+                });
+            }
+            if cells.len() != header.len() {
+                return Err(CsvError {
+                    file: file.to_string(),
+                    line: n,
+                    column: (cells.len().min(header.len()) + 1).to_string(),
+                    message: format!("{} fields, the header has {}", cells.len(), header.len()),
+                });
+            }
+            rows.push((n, cells));
+        }
+        Ok(Table { file, header, rows })
+    }
+
+    /// The index of a column the file must have.
+    fn column(&self, name: &str) -> Result<usize, CsvError> {
+        self.header.iter().position(|h| *h == name).ok_or_else(|| CsvError {
+            file: self.file.to_string(),
+            line: 1,
+            column: name.to_string(),
+            message: format!("missing column (the header has: {})", self.header.join(",")),
+        })
+    }
+
+    fn error(&self, line: usize, column: usize, message: String) -> CsvError {
+        CsvError { file: self.file.to_string(), line, column: self.header[column].to_string(), message }
+    }
+
+    fn int(&self, line: usize, cells: &[&str], column: usize, min: i64, max: i64) -> Result<i64, CsvError> {
+        let raw = cells[column].trim();
+        match raw.parse::<i64>() {
+            Ok(v) if (min..=max).contains(&v) => Ok(v),
+            Ok(v) => Err(self.error(line, column, format!("{v} is out of range ({min} to {max})"))),
+            Err(_) => Err(self.error(line, column, format!("{raw:?} is not an integer"))),
+        }
+    }
+}
+
+/// Reads a node list (`sn,cpu_milli,memory_mib,gpu,model`).
+pub fn read_nodes(file: &str, text: &str) -> Result<Vec<TraceNode>, CsvError> {
+    let t = Table::parse(file, text)?;
+    let (sn, cpu, mem, gpu, model) =
+        (t.column("sn")?, t.column("cpu_milli")?, t.column("memory_mib")?, t.column("gpu")?, t.column("model")?);
+    let mut seen = BTreeMap::new();
+    t.rows
+        .iter()
+        .map(|(line, cells)| {
+            let name = cells[sn].trim().to_string();
+            if name.is_empty() {
+                return Err(t.error(*line, sn, "empty node name".into()));
+            }
+            if let Some(first) = seen.insert(name.clone(), *line) {
+                return Err(t.error(*line, sn, format!("duplicate node {name:?} (first on line {first})")));
+            }
+            Ok(TraceNode {
+                name,
+                milli_cpu: t.int(*line, cells, cpu, 0, i64::MAX / 1000)?,
+                memory_mib: t.int(*line, cells, mem, 0, i64::MAX >> 20)?,
+                gpus: t.int(*line, cells, gpu, 0, engine::devices::MAX_DEVICES as i64)?,
+                model: cells[model].trim().to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Reads a pod list (`name,cpu_milli,memory_mib,num_gpu,gpu_milli` and
+/// optionally `gpu_spec`; other columns are ignored).
+pub fn read_pods(file: &str, text: &str) -> Result<Vec<TracePod>, CsvError> {
+    let t = Table::parse(file, text)?;
+    let (name, cpu, mem, gpus, milli) = (
+        t.column("name")?,
+        t.column("cpu_milli")?,
+        t.column("memory_mib")?,
+        t.column("num_gpu")?,
+        t.column("gpu_milli")?,
+    );
+    let spec = t.column("gpu_spec").ok();
+    let mut seen = BTreeMap::new();
+    t.rows
+        .iter()
+        .map(|(line, cells)| {
+            let pod_name = cells[name].trim().to_string();
+            if pod_name.is_empty() {
+                return Err(t.error(*line, name, "empty pod name".into()));
+            }
+            if let Some(first) = seen.insert(pod_name.clone(), *line) {
+                return Err(t.error(*line, name, format!("duplicate pod {pod_name:?} (first on line {first})")));
+            }
+            let gpu_count = t.int(*line, cells, gpus, 0, engine::devices::MAX_DEVICES as i64)?;
+            let gpu_milli = t.int(*line, cells, milli, 0, 1000)?;
+            if gpu_count > 0 && gpu_milli == 0 {
+                return Err(t.error(*line, milli, format!("0 thousandths of each of {gpu_count} GPUs")));
+            }
+            if gpu_count > 1 && gpu_milli < 1000 {
+                return Err(t.error(
+                    *line,
+                    milli,
+                    format!("a share ({gpu_milli}) of {gpu_count} GPUs: shares are of one GPU"),
+                ));
+            }
+            Ok(TracePod {
+                name: pod_name,
+                milli_cpu: t.int(*line, cells, cpu, 0, i64::MAX / 1000)?,
+                memory_mib: t.int(*line, cells, mem, 0, i64::MAX >> 20)?,
+                gpus: gpu_count,
+                gpu_milli: if gpu_count == 0 { 0 } else { gpu_milli },
+                gpu_spec: spec.map(|c| cells[c].trim().to_string()).unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
+impl TraceNode {
+    /// The Node the trace describes.
+    pub fn to_k8s(&self) -> Node {
+        let mut labels = BTreeMap::from([("kubernetes.io/hostname".to_string(), self.name.clone())]);
+        if self.gpus > 0 && !self.model.is_empty() {
+            labels.insert(LABEL_GPU_MODEL.to_string(), self.model.clone());
+        }
+        let mut allocatable = BTreeMap::from([
+            ("cpu".to_string(), Quantity(format!("{}m", self.milli_cpu))),
+            ("memory".to_string(), Quantity(format!("{}Mi", self.memory_mib))),
+            ("pods".to_string(), Quantity(PODS_PER_NODE.into())),
+        ]);
+        if self.gpus > 0 {
+            allocatable.insert(GPU_RESOURCE.to_string(), Quantity(self.gpus.to_string()));
+        }
+        Node {
+            metadata: ObjectMeta { name: Some(self.name.clone()), labels: Some(labels), ..Default::default() },
+            status: Some(NodeStatus { allocatable: Some(allocatable), ..Default::default() }),
+            ..Default::default()
+        }
+    }
+}
+
+impl TracePod {
+    /// The Pod the trace describes, for `scheduler_name`.
+    pub fn to_k8s(&self, scheduler_name: &str) -> Pod {
+        let requests = BTreeMap::from([
+            ("cpu".to_string(), Quantity(format!("{}m", self.milli_cpu))),
+            ("memory".to_string(), Quantity(format!("{}Mi", self.memory_mib))),
+        ]);
+        let mut annotations = BTreeMap::new();
+        if self.gpus > 0 {
+            annotations.insert(ANNOTATION_ALIBABA_GPU_MILLI.to_string(), self.gpu_milli.to_string());
+            annotations.insert(ANNOTATION_ALIBABA_GPU_COUNT.to_string(), self.gpus.to_string());
+            if !self.gpu_spec.is_empty() {
+                annotations.insert(ANNOTATION_ALIBABA_GPU_MODEL.to_string(), self.gpu_spec.clone());
+            }
+        }
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(self.name.clone()),
+                namespace: Some(NAMESPACE.to_string()),
+                annotations: Some(annotations),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                scheduler_name: Some(scheduler_name.to_string()),
+                containers: vec![Container {
+                    name: "main".into(),
+                    resources: Some(ResourceRequirements { requests: Some(requests), ..Default::default() }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// GPU asked, in thousandths: 1000 per whole GPU.
+    pub fn gpu_milli_total(&self) -> i64 {
+        self.gpus * self.gpu_milli
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NODES: &str = "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,P100\nn1,32000,131072,0,\n";
+    const PODS: &str = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos\np0,12000,16384,1,1000,,LS\np1,6000,12288,1,460,,BE\np2,88000,327680,8,1000,V100M16|V100M32,LS\np3,4000,8192,0,0,,BE\n";
+
+    #[test]
+    fn lists_are_read() {
+        let nodes = read_nodes("n.csv", NODES).unwrap();
+        assert_eq!(
+            nodes[0],
+            TraceNode { name: "n0".into(), milli_cpu: 64000, memory_mib: 262144, gpus: 2, model: "P100".into() }
+        );
+        assert_eq!((nodes[1].gpus, nodes[1].model.as_str()), (0, ""));
+        let pods = read_pods("p.csv", PODS).unwrap();
+        assert_eq!(pods.len(), 4);
+        assert_eq!((pods[1].gpus, pods[1].gpu_milli, pods[1].gpu_milli_total()), (1, 460, 460));
+        assert_eq!((pods[2].gpu_spec.as_str(), pods[2].gpu_milli_total()), ("V100M16|V100M32", 8000));
+        // The multigpu lists have the first five columns only.
+        let short = read_pods("p.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nx,1000,1024,2,1000\n").unwrap();
+        assert_eq!((short[0].gpus, short[0].gpu_spec.as_str()), (2, ""));
+    }
+
+    #[test]
+    fn objects_carry_what_the_engine_reads() {
+        let nodes = read_nodes("n.csv", NODES).unwrap();
+        let n = engine::convert::node_from_k8s(&nodes[0].to_k8s()).unwrap();
+        assert_eq!(
+            (n.allocatable.milli_cpu, n.allocatable.memory, n.allocatable.get(GPU_RESOURCE)),
+            (64000, 262144 << 20, 2)
+        );
+        assert_eq!(n.labels.get(LABEL_GPU_MODEL).map(String::as_str), Some("P100"));
+        let cpu_node = engine::convert::node_from_k8s(&nodes[1].to_k8s()).unwrap();
+        assert!(!cpu_node.labels.contains_key(LABEL_GPU_MODEL));
+        let pods = read_pods("p.csv", PODS).unwrap();
+        let convert = |p: &TracePod| engine::convert::pod_from_k8s(&p.to_k8s("gpu-scheduler")).unwrap();
+        use engine::devices::GpuRequest;
+        assert_eq!(convert(&pods[0]).gpu, GpuRequest::whole(1));
+        assert_eq!(convert(&pods[1]).gpu, GpuRequest::share(460, 0));
+        assert_eq!(convert(&pods[2]).gpu, GpuRequest::whole(8).with_models(&["v100m16", "v100m32"]));
+        assert_eq!(convert(&pods[3]).gpu, GpuRequest::default());
+        assert_eq!(convert(&pods[1]).requests.milli_cpu, 6000);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_column() {
+        let cases: &[(&str, bool, &str)] = &[
+            ("", true, "n.csv:1: column -: empty file"),
+            ("sn,cpu_milli,memory_mib,gpu\nn0,1,1,1\n", true, "n.csv:1: column model: missing column"),
+            (
+                "sn,cpu_milli,memory_mib,gpu,model\nn0,lots,1,1,G2\n",
+                true,
+                "n.csv:2: column cpu_milli: \"lots\" is not an integer",
+            ),
+            (
+                "sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,1,G2\nn0,1,1,1,G2\n",
+                true,
+                "n.csv:3: column sn: duplicate node \"n0\" (first on line 2)",
+            ),
+            ("sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,-1,G2\n", true, "n.csv:2: column gpu: -1 is out of range"),
+            ("sn,cpu_milli,memory_mib,gpu,model\nn0,1,1\n", true, "n.csv:2: column 4: 3 fields, the header has 5"),
+            (
+                "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,2,500\n",
+                false,
+                "p.csv:2: column gpu_milli: a share (500) of 2 GPUs",
+            ),
+            (
+                "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,1,1001\n",
+                false,
+                "p.csv:2: column gpu_milli: 1001 is out of range",
+            ),
+            (
+                "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,\"1\",1,1,1\n",
+                false,
+                "p.csv:2: column cpu_milli: quoted fields",
+            ),
+        ];
+        for (text, nodes, want) in cases {
+            let got = if *nodes {
+                read_nodes("n.csv", text).map(|_| ()).unwrap_err()
+            } else {
+                read_pods("p.csv", text).map(|_| ()).unwrap_err()
+            };
+            assert!(got.to_string().starts_with(want), "{got}\nwant: {want}");
+        }
+    }
+}
