@@ -147,37 +147,42 @@ where
         r.map_err(|e| warn!(object = %format!("{kind} {}/{}", obj.namespace().unwrap_or_default(), obj.name_any()), "ignoring: {e}"))
             .ok()
     }
-    let all = watcher::Config::default;
-    spawn(Api::<PersistentVolumeClaim>::all(client.clone()), all(), Source::Claims, tx.clone(), |c| {
+    spawn(Api::<PersistentVolumeClaim>::all(client.clone()), config(), Source::Claims, tx.clone(), |c| {
         lenient("PersistentVolumeClaim", convert::claim_from_k8s(c), c).map(|c| Change::Claim(Box::new(c)))
     });
-    spawn(Api::<PersistentVolume>::all(client.clone()), all(), Source::Volumes, tx.clone(), |v| {
+    spawn(Api::<PersistentVolume>::all(client.clone()), config(), Source::Volumes, tx.clone(), |v| {
         lenient("PersistentVolume", convert::volume_from_k8s(v), v).map(|v| Change::Volume(Box::new(v)))
     });
-    spawn(Api::<StorageClass>::all(client.clone()), all(), Source::StorageClasses, tx.clone(), |c| {
+    spawn(Api::<StorageClass>::all(client.clone()), config(), Source::StorageClasses, tx.clone(), |c| {
         lenient("StorageClass", convert::class_from_k8s(c), c).map(|c| Change::StorageClass(Box::new(c)))
     });
-    spawn(Api::<CSINode>::all(client.clone()), all(), Source::CsiNodes, tx.clone(), |c| {
+    spawn(Api::<CSINode>::all(client.clone()), config(), Source::CsiNodes, tx.clone(), |c| {
         lenient("CSINode", convert::csi_node_from_k8s(c), c).map(|c| Change::CsiNode(Box::new(c)))
     });
     // Default spreading's selectors: Services and the controllers of pods.
-    spawn(Api::<Service>::all(client.clone()), all(), Source::Services, tx.clone(), |svc| {
+    spawn(Api::<Service>::all(client.clone()), config(), Source::Services, tx.clone(), |svc| {
         let selector = svc.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default();
         Some(Change::Service(namespaced(svc), Some(selector)))
     });
-    spawn(Api::<ReplicaSet>::all(client.clone()), all(), Source::ReplicaSets, tx.clone(), |rs| {
+    spawn(Api::<ReplicaSet>::all(client.clone()), config(), Source::ReplicaSets, tx.clone(), |rs| {
         let sel = rs.spec.as_ref().map(|s| &s.selector);
         controller("ReplicaSet", namespaced(rs), sel.map(|s| convert::label_selector(s, "spec.selector")))
     });
-    spawn(Api::<StatefulSet>::all(client.clone()), all(), Source::StatefulSets, tx.clone(), |ss| {
+    spawn(Api::<StatefulSet>::all(client.clone()), config(), Source::StatefulSets, tx.clone(), |ss| {
         let sel = ss.spec.as_ref().map(|s| &s.selector);
         controller("StatefulSet", namespaced(ss), sel.map(|s| convert::label_selector(s, "spec.selector")))
     });
-    spawn(Api::<ReplicationController>::all(client.clone()), all(), Source::ReplicationControllers, tx.clone(), |rc| {
-        let map = rc.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default();
-        let sel = LabelSelector::from_match_labels(map.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        controller("ReplicationController", namespaced(rc), Some(Ok(sel)))
-    });
+    spawn(
+        Api::<ReplicationController>::all(client.clone()),
+        config(),
+        Source::ReplicationControllers,
+        tx.clone(),
+        |rc| {
+            let map = rc.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default();
+            let sel = LabelSelector::from_match_labels(map.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            controller("ReplicationController", namespaced(rc), Some(Ok(sel)))
+        },
+    );
     // Field selectors cannot say "one of these names": one watch per name.
     let mut sources = vec![
         Source::Nodes,
