@@ -144,10 +144,11 @@ fn check_end(c: &Cluster, sched: &mut Scheduler, config: &Path, pool: &str, sche
 /// the watches list again each time, every pod is bound once.
 #[test]
 fn api_server_restarted_during_a_burst() {
-    let (n, restarts, every) = if long() { (2000, 5, 5) } else { (600, 3, 3) };
+    let (n, restarts, every): (usize, u32, u64) = if long() { (2000, 5, 5) } else { (600, 3, 3) };
     let c = Cluster::up("chaos-restarts");
     let (pool, name) = ("restarts", "gs-restarts");
-    let config = setup(&c, pool, 10, name, 100);
+    // 110 pods a node: room for the whole burst and a tenth more.
+    let config = setup(&c, pool, n.div_ceil(100), name, 100);
     let mut sched = start(&c, &c.kubeconfig, &config, "restarts");
     let pid = sched.pid().unwrap_or(0);
     let started = Instant::now();
@@ -200,8 +201,11 @@ fn etcd_compaction_forces_a_relist() {
         c.restart_apiserver();
         eprintln!("compaction: etcd compacted to revision {revision}, {} connections closed", proxy.reset());
         proxy.resume();
+        let at = Instant::now();
         wait_for(300, "400 pods bound", || all_bound(&c, pool, 400));
+        eprintln!("compaction: all 400 bound {:.1} s after the watches came back", at.elapsed().as_secs_f64());
     });
+    eprintln!("compaction: RSS peak {} MiB", peak >> 10);
     let log = sched.log_text();
     assert!(
         log.lines().any(|l| l.contains("watch failed") && (l.contains("410") || l.contains("too old"))),
@@ -242,5 +246,6 @@ fn connections_paused_reset_and_half_open() {
             at.elapsed().as_secs_f64()
         );
     });
+    eprintln!("proxy: RSS peak {} MiB", peak >> 10);
     check_end(&c, &mut sched, &config, pool, name, peak);
 }
