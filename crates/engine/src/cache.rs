@@ -21,6 +21,7 @@ use crate::model::{LABEL_REGION, LABEL_ZONE, Labels, Node, Pod, PodRef};
 pub use crate::node_info::{FactCounts, NodeInfo, NodeSummary, NodeView};
 use crate::resources::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST};
 use crate::selectors::WorkloadSelectors;
+use crate::time::Millis;
 use crate::volumes::{Claim, CsiNode, PodVolumeBindings, StorageClass, Volume, VolumeObjects};
 
 /// Pod-level non-zero request defaults, as kube-scheduler's
@@ -49,6 +50,11 @@ pub enum CacheError {
 struct PodState {
     pod: PodRef,
     assumed: bool,
+    /// For an assumed pod whose binding succeeded: when the cache forgets
+    /// it if the API has not shown it bound by then (kube-scheduler's
+    /// `deadline` with `bindingFinished`). None while the binding runs:
+    /// a binding in flight never expires.
+    deadline: Option<Millis>,
 }
 
 /// The cluster as the scheduler believes it: nodes, pods on them (bound or
@@ -78,6 +84,12 @@ pub struct Cache {
     /// PodDisruptionBudgets by `NAMESPACE/NAME`, for preemption.
     pdbs: BTreeMap<String, Pdb>,
     pdbs_generation: u64,
+    /// How long an assumed pod whose binding finished waits for its bound
+    /// view; 0: for ever.
+    assumed_ttl: Millis,
+    /// Assumed pods whose binding finished, by deadline then uid: what
+    /// [`Cache::cleanup_assumed_pods`] looks at, without scanning every pod.
+    deadlines: std::collections::BTreeSet<(Millis, String)>,
     /// Claims, volumes, classes and CSINodes, with assumed bindings.
     volumes: Arc<VolumeObjects>,
     volumes_generation: u64,
@@ -157,13 +169,15 @@ impl Cache {
         Cache { node_set_generation: 1, facts_config, dra, ..Default::default() }
     }
 
-    /// A cache for `cfg`: its node facts and GPU shapes settings.
+    /// A cache for `cfg`: its node facts, GPU shapes settings and
+    /// assumed-pod TTL.
     pub fn for_config(cfg: &Configuration) -> Self {
         Cache {
             node_set_generation: 1,
             facts_config: cfg.node_facts.clone(),
             dra: Arc::new(DraObjects::with_gpu_drivers(&cfg.node_facts.dra_gpu_drivers)),
             shapes: ShapeStats::new(cfg.gpu_shapes.clone()),
+            assumed_ttl: cfg.assumed_pod_ttl_seconds.saturating_mul(1000),
             ..Default::default()
         }
     }
@@ -507,8 +521,52 @@ impl Cache {
         let facts = info.facts.clone();
         self.account(&pod, &facts, 1);
         self.count_member(&pod, 1);
-        self.pods.insert(pod.uid.clone(), PodState { pod, assumed: true });
+        self.pods.insert(pod.uid.clone(), PodState { pod, assumed: true, deadline: None });
         Ok(())
+    }
+
+    /// Sets how long an assumed pod may wait for its bound view once its
+    /// binding finished (0: for ever). Applies to bindings finished later.
+    pub fn set_assumed_ttl(&mut self, ttl: Millis) {
+        self.assumed_ttl = ttl;
+    }
+
+    /// The binding of an assumed pod succeeded: from `now` its bound view
+    /// has the TTL to arrive before [`Cache::cleanup_assumed_pods`]
+    /// forgets it. Does nothing for a pod not assumed (already confirmed).
+    pub fn finish_binding(&mut self, uid: &str, now: Millis) {
+        if self.assumed_ttl == 0 {
+            return;
+        }
+        let Some(state) = self.pods.get_mut(uid).filter(|s| s.assumed) else { return };
+        let deadline = now.saturating_add(self.assumed_ttl);
+        if let Some(old) = state.deadline.replace(deadline) {
+            self.deadlines.remove(&(old, uid.to_string()));
+        }
+        self.deadlines.insert((deadline, uid.to_string()));
+    }
+
+    /// Forgets the assumed pods whose binding finished more than the TTL
+    /// before `now` and whose bound view never came (a lost watch event):
+    /// their resources are freed. Returns them, as they were assumed.
+    pub fn cleanup_assumed_pods(&mut self, now: Millis) -> Vec<PodRef> {
+        let mut expired = Vec::new();
+        while let Some((deadline, uid)) = self.deadlines.first().cloned() {
+            if deadline > now {
+                break;
+            }
+            self.deadlines.pop_first();
+            if let Some(state) = self.pods.get(&uid).filter(|s| s.assumed && s.deadline == Some(deadline)) {
+                expired.push(state.pod.clone());
+                let _ = self.remove_pod(&uid);
+            }
+        }
+        expired
+    }
+
+    /// Assumed pods whose binding finished and whose bound view is awaited.
+    pub fn awaiting_confirmation(&self) -> usize {
+        self.deadlines.len()
     }
 
     /// Undoes an assumption (the binding failed).
@@ -550,7 +608,7 @@ impl Cache {
         let facts = info.facts.clone();
         self.account(&pod, &facts, 1);
         self.count_member(&pod, 1);
-        self.pods.insert(pod.uid.clone(), PodState { pod, assumed: false });
+        self.pods.insert(pod.uid.clone(), PodState { pod, assumed: false, deadline: None });
         Ok(())
     }
 
@@ -563,6 +621,9 @@ impl Cache {
     /// Removes a pod (deleted, or forgotten).
     pub fn remove_pod(&mut self, uid: &str) -> Result<(), CacheError> {
         let state = self.pods.remove(uid).ok_or_else(|| CacheError::PodNotFound(uid.to_string()))?;
+        if let Some(deadline) = state.deadline {
+            self.deadlines.remove(&(deadline, uid.to_string()));
+        }
         let Some(node) = state.pod.node_name.as_deref() else { return Ok(()) };
         let (drop_placeholder, facts) = {
             let info = self.touch(node);
@@ -937,6 +998,102 @@ mod tests {
         assert_eq!(cache.forget_pod("p"), Err(CacheError::NotAssumed("default/p".into())));
         cache.remove_pod("p").unwrap();
         assert_eq!(cache.pod_count(), 0);
+    }
+
+    /// kube-scheduler's assumed-pod expiry: only a pod whose binding
+    /// finished expires, only after the TTL, and a confirmation, a
+    /// deletion or a forget in time cancels it.
+    #[test]
+    fn assumed_pods_expire_only_after_their_binding_finished_and_the_ttl() {
+        struct Case {
+            name: &'static str,
+            ttl: Millis,
+            /// Binding finished at this time (None: still in flight).
+            finished: Option<Millis>,
+            /// Confirmed by the API (add_pod) before the cleanup.
+            confirmed: bool,
+            cleanup_at: Millis,
+            expired: bool,
+        }
+        let cases = [
+            Case {
+                name: "binding in flight",
+                ttl: 30,
+                finished: None,
+                confirmed: false,
+                cleanup_at: 1_000,
+                expired: false,
+            },
+            Case {
+                name: "before the deadline",
+                ttl: 30,
+                finished: Some(100),
+                confirmed: false,
+                cleanup_at: 129,
+                expired: false,
+            },
+            Case {
+                name: "at the deadline",
+                ttl: 30,
+                finished: Some(100),
+                confirmed: false,
+                cleanup_at: 130,
+                expired: true,
+            },
+            Case {
+                name: "confirmed in time",
+                ttl: 30,
+                finished: Some(100),
+                confirmed: true,
+                cleanup_at: 1_000,
+                expired: false,
+            },
+            Case {
+                name: "ttl 0 never expires",
+                ttl: 0,
+                finished: Some(100),
+                confirmed: false,
+                cleanup_at: u64::MAX,
+                expired: false,
+            },
+        ];
+        for c in cases {
+            let mut cache = Cache::new();
+            cache.set_assumed_ttl(c.ttl);
+            cache.upsert_node(node("n1", "a"));
+            cache.assume_pod(pod("p", "n1", 100)).unwrap();
+            if let Some(at) = c.finished {
+                cache.finish_binding("p", at);
+            }
+            if c.confirmed {
+                cache.add_pod(pod("p", "n1", 100)).unwrap();
+            }
+            let expired: Vec<String> = cache.cleanup_assumed_pods(c.cleanup_at).iter().map(|p| p.uid.clone()).collect();
+            assert_eq!(expired.len(), usize::from(c.expired), "{}: {expired:?}", c.name);
+            let held = cache.node("n1").unwrap().requested.milli_cpu;
+            assert_eq!(held, if c.expired { 0 } else { 100 }, "{}", c.name);
+            assert_eq!(cache.pod("p").is_none(), c.expired, "{}", c.name);
+            let awaiting = c.finished.is_some() && c.ttl > 0 && !c.confirmed && !c.expired;
+            assert_eq!(cache.awaiting_confirmation(), usize::from(awaiting), "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn an_expired_pod_confirmed_late_is_added_again() {
+        let mut cache = Cache::new();
+        cache.set_assumed_ttl(10);
+        cache.upsert_node(node("n1", "a"));
+        cache.assume_pod(pod("p", "n1", 100)).unwrap();
+        cache.assume_pod(pod("q", "n1", 50)).unwrap();
+        cache.finish_binding("p", 0);
+        cache.finish_binding("q", 5);
+        // Forgotten before the deadline (binding failed after all): nothing to expire.
+        cache.forget_pod("q").unwrap();
+        assert_eq!(cache.cleanup_assumed_pods(100).len(), 1);
+        cache.add_pod(pod("p", "n1", 100)).unwrap();
+        assert!(!cache.is_assumed("p"));
+        assert_eq!(cache.node("n1").unwrap().requested.milli_cpu, 100);
+        assert!(cache.cleanup_assumed_pods(u64::MAX).is_empty());
     }
 
     #[test]

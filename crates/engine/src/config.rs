@@ -42,6 +42,11 @@ pub struct Configuration {
     pub pod_initial_backoff_seconds: u64,
     #[serde(default = "default_max_backoff")]
     pub pod_max_backoff_seconds: u64,
+    /// How long an assumed pod whose binding succeeded may wait for the
+    /// API to show it bound before the cache forgets it (kube-scheduler's
+    /// assumed-pod expiry); 0 keeps it until the API shows it.
+    #[serde(default = "default_assumed_pod_ttl", rename = "assumedPodTTLSeconds")]
+    pub assumed_pod_ttl_seconds: u64,
     #[serde(default)]
     pub client_connection: ClientConnection,
     #[serde(default)]
@@ -182,6 +187,14 @@ fn default_initial_backoff() -> u64 {
 fn default_max_backoff() -> u64 {
     10
 }
+/// kube-scheduler's last non-zero value, 15 min (its first, 30 s, expired
+/// pods whose bound view was merely late). Long enough that a watch that
+/// fell behind catches up first (`run` replaces a dead watch within a
+/// minute), short enough that a lost event does not hold a node's room
+/// for good.
+fn default_assumed_pod_ttl() -> u64 {
+    900
+}
 fn default_profiles() -> Vec<ProfileConfig> {
     vec![ProfileConfig::default()]
 }
@@ -194,6 +207,7 @@ impl Default for Configuration {
             percentage_of_nodes_to_score: 0,
             pod_initial_backoff_seconds: default_initial_backoff(),
             pod_max_backoff_seconds: default_max_backoff(),
+            assumed_pod_ttl_seconds: default_assumed_pod_ttl(),
             client_connection: ClientConnection::default(),
             leader_election: LeaderElection::default(),
             profiles: default_profiles(),
@@ -396,7 +410,8 @@ pub fn parse(yaml: &str) -> Result<Configuration, ConfigError> {
     let de = serde_yaml_ng::Deserializer::from_str(yaml);
     let cfg: Configuration = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
-        let path = if path == "." { "(root)".to_string() } else { path };
+        // An empty key at the top names no field either (found by fuzzing).
+        let path = if path == "." || path.is_empty() { "(root)".to_string() } else { path };
         // The YAML error may already start with the path; say it once.
         let message = e.into_inner().to_string();
         let message = message.strip_prefix(&format!("{path}: ")).map(str::to_string).unwrap_or(message);
@@ -646,6 +661,7 @@ mod tests {
     fn errors_name_the_field() {
         let cases: &[(&str, &str, &str)] = &[
             ("unknown top-level field", "bogus: 1\n", "bogus"),
+            ("empty top-level key", "\"\": 1\n", "(root)"),
             ("wrong apiVersion", "", "apiVersion"),
             ("percentage over 100", "percentageOfNodesToScore: 101\n", "percentageOfNodesToScore"),
             ("non-numeric percentage", "percentageOfNodesToScore: lots\n", "percentageOfNodesToScore"),

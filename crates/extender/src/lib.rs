@@ -82,8 +82,8 @@ impl HttpExtender {
         ExtenderError { extender: self.name.to_string(), message: message.into() }
     }
 
-    /// POSTs `body` to `urlPrefix/verb` and returns the JSON answer.
-    fn send(&self, verb: &str, body: &Value) -> Result<Value, ExtenderError> {
+    /// POSTs `body` to `urlPrefix/verb` and returns the answer's text.
+    fn send(&self, verb: &str, body: &Value) -> Result<String, ExtenderError> {
         let url = format!("{}/{verb}", self.name);
         let bytes = serde_json::to_vec(body).map_err(|e| self.error(e.to_string()))?;
         let mut resp = self
@@ -102,7 +102,7 @@ impl HttpExtender {
         if status != 200 {
             return Err(self.error(format!("{verb}: HTTP {status}: {}", text.trim())));
         }
-        serde_json::from_str(&text).map_err(|e| self.error(format!("{verb}: the answer is not JSON: {e}")))
+        Ok(text)
     }
 
     /// ExtenderArgs: the pod, and the nodes whole or by name.
@@ -172,50 +172,74 @@ impl Extender for HttpExtender {
 
     fn filter(&self, pod: &Pod, nodes: &[&NodeInfo]) -> Result<ExtenderFilterResult, ExtenderError> {
         let answer = self.send(&self.filter_verb, &self.args(pod, nodes))?;
-        let error = field(&answer, "error").and_then(Value::as_str).unwrap_or_default();
-        if !error.is_empty() {
-            return Err(self.error(error.to_string()));
-        }
-        let passed: Vec<String> = match (field(&answer, "nodenames"), field(&answer, "nodes")) {
-            (Some(Value::Array(names)), _) if self.node_cache_capable => {
-                names.iter().filter_map(|n| n.as_str().map(String::from)).collect()
-            }
-            (_, Some(list)) if !list.is_null() => field(list, "items")
-                .and_then(Value::as_array)
-                .map(|items| items.iter().filter_map(|n| n["metadata"]["name"].as_str().map(String::from)).collect())
-                .unwrap_or_default(),
-            // Neither: no node passed.
-            _ => Vec::new(),
-        };
-        Ok(ExtenderFilterResult {
-            passed,
-            failed: failed_map(field(&answer, "failednodes")),
-            failed_and_unresolvable: failed_map(field(&answer, "failedandunresolvablenodes")),
-        })
+        decode_filter(&answer, self.node_cache_capable).map_err(|e| self.error(format!("{}: {e}", self.filter_verb)))
     }
 
     fn prioritize(&self, pod: &Pod, nodes: &[&NodeInfo]) -> Result<Vec<(String, i64)>, ExtenderError> {
         let answer = self.send(&self.prioritize_verb, &self.args(pod, nodes))?;
-        let Value::Array(list) = answer else {
-            return Err(self.error("prioritize: the answer is not a HostPriorityList"));
-        };
-        Ok(list
-            .iter()
-            .filter_map(|h| {
-                let host = field(h, "host")?.as_str()?.to_string();
-                Some((host, field(h, "score")?.as_i64()?))
-            })
-            .collect())
+        decode_prioritize(&answer).map_err(|e| self.error(format!("{}: {e}", self.prioritize_verb)))
     }
 
     fn bind(&self, pod: &Pod, node: &str) -> Result<(), ExtenderError> {
         let args = json!({"PodName": pod.name, "PodNamespace": pod.namespace, "PodUID": pod.uid, "Node": node});
         let answer = self.send(&self.bind_verb, &args)?;
-        match field(&answer, "error").and_then(Value::as_str) {
-            Some(e) if !e.is_empty() => Err(self.error(e.to_string())),
-            _ => Ok(()),
-        }
+        decode_bind(&answer).map_err(|e| self.error(format!("{}: {e}", self.bind_verb)))
     }
+}
+
+/// An extender's answer to the filter verb (`ExtenderFilterResult`): the
+/// nodes that passed (by name when the extender is nodeCacheCapable, else
+/// as a NodeList) and those it rejected; its `Error` field is an error.
+pub fn decode_filter(text: &str, node_cache_capable: bool) -> Result<ExtenderFilterResult, String> {
+    let answer = json_answer(text)?;
+    let error = field(&answer, "error").and_then(Value::as_str).unwrap_or_default();
+    if !error.is_empty() {
+        return Err(error.to_string());
+    }
+    let passed: Vec<String> = match (field(&answer, "nodenames"), field(&answer, "nodes")) {
+        (Some(Value::Array(names)), _) if node_cache_capable => {
+            names.iter().filter_map(|n| n.as_str().map(String::from)).collect()
+        }
+        (_, Some(list)) if !list.is_null() => field(list, "items")
+            .and_then(Value::as_array)
+            .map(|items| items.iter().filter_map(|n| n["metadata"]["name"].as_str().map(String::from)).collect())
+            .unwrap_or_default(),
+        // Neither: no node passed.
+        _ => Vec::new(),
+    };
+    Ok(ExtenderFilterResult {
+        passed,
+        failed: failed_map(field(&answer, "failednodes")),
+        failed_and_unresolvable: failed_map(field(&answer, "failedandunresolvablenodes")),
+    })
+}
+
+/// An extender's answer to the prioritize verb (`HostPriorityList`):
+/// host and score pairs; entries without both are skipped.
+pub fn decode_prioritize(text: &str) -> Result<Vec<(String, i64)>, String> {
+    let Value::Array(list) = json_answer(text)? else {
+        return Err("the answer is not a HostPriorityList".into());
+    };
+    Ok(list
+        .iter()
+        .filter_map(|h| {
+            let host = field(h, "host")?.as_str()?.to_string();
+            Some((host, field(h, "score")?.as_i64()?))
+        })
+        .collect())
+}
+
+/// An extender's answer to the bind verb (`ExtenderBindingResult`): its
+/// `Error` field, if not empty, is an error.
+pub fn decode_bind(text: &str) -> Result<(), String> {
+    match field(&json_answer(text)?, "error").and_then(Value::as_str) {
+        Some(e) if !e.is_empty() => Err(e.to_string()),
+        _ => Ok(()),
+    }
+}
+
+fn json_answer(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| format!("the answer is not JSON: {e}"))
 }
 
 /// A field of a Go-encoded object, matched without regard to case, as

@@ -19,6 +19,9 @@ use tower::{Layer, Service};
 
 use crate::KubeError;
 
+/// How long a response may stall before its request fails.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(40);
+
 /// The clients a live run uses. Each has its own rate limiter, as
 /// kube-scheduler gives Events and leader election their own clients, so
 /// a burst of Events never delays a binding, nor bindings a renewal.
@@ -49,6 +52,14 @@ impl Clients {
             None => Config::incluster()
                 .map_err(|e| KubeError::Config(format!("no --kubeconfig given and not running in a cluster: {e}")))?,
         };
+        let mut config = config;
+        // A connection that goes silent (half-open: the peer or a middlebox
+        // gone without a word) must not hold a binding or a status patch
+        // for ever: a response that stalls this long fails, counted from
+        // the request's last write, not from when the pooled connection
+        // went idle. Watches end well before (`watch::WATCH_TIMEOUT_SECS`).
+        config.read_timeout = Some(READ_TIMEOUT);
+        config.reset_reader_on_write = true;
         let mut no_retry = config.clone();
         no_retry.default_retry = false;
         Ok(Clients {

@@ -112,6 +112,7 @@ pub struct Metrics {
     preemption_victims: Histogram,
     gangs: Family<PhaseLabel, Gauge>,
     held_gpus: Gauge,
+    bindings_in_flight: Gauge,
     /// Whether every watch has listed once.
     synced: AtomicBool,
     /// When the scheduling thread last went round its loop (ms since the
@@ -225,7 +226,14 @@ impl Metrics {
             "Allocatable GPUs of the nodes the starvation guard holds for pods that waited too long.",
             held_gpus.clone(),
         );
+        let bindings_in_flight = Gauge::default();
+        registry.register(
+            "gpu_scheduler_bindings_in_flight",
+            "Bindings started and not yet reported back (their pods are assumed in the cache).",
+            bindings_in_flight.clone(),
+        );
         Metrics {
+            bindings_in_flight,
             registry,
             extender_errors,
             preemption_attempts,
@@ -276,6 +284,10 @@ impl Metrics {
 
     pub fn binding_error(&self, reason: &'static str) {
         self.binding_errors.get_or_create(&ReasonLabel { reason }).inc();
+    }
+
+    pub fn set_bindings_in_flight(&self, n: usize) {
+        self.bindings_in_flight.set(i64::try_from(n).unwrap_or(i64::MAX));
     }
 
     pub fn set_leader(&self, leading: bool) {

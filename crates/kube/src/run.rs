@@ -265,6 +265,7 @@ impl Driver {
                     }
                 }
             }
+            self.expire_assumed_pods();
             self.report_fact_warnings();
             self.report_gang_statuses();
             self.refresh_metrics();
@@ -327,6 +328,7 @@ impl Driver {
             Input::Bound { task, status, outcome, started } => self.bound(*task, status, outcome, started, now),
             Input::BindLost { uid } => {
                 self.in_flight -= 1;
+                self.metrics.set_bindings_in_flight(self.in_flight);
                 self.summary.bind_failures += 1;
                 // Without its task the assumption can only be dropped; the
                 // pod comes back with the next change the watch reports.
@@ -470,6 +472,7 @@ impl Driver {
     /// blocking thread, the API call on the runtime.
     fn bind(&mut self, mut task: Box<BindingTask>, started: Instant) {
         self.in_flight += 1;
+        self.metrics.set_bindings_in_flight(self.in_flight);
         let slots = self.bind_slots.clone();
         let tx = self.tx.clone();
         let client = self.client.clone();
@@ -502,6 +505,7 @@ impl Driver {
         now: Millis,
     ) {
         self.in_flight -= 1;
+        self.metrics.set_bindings_in_flight(self.in_flight);
         let pod = PodId::of(&task.pod);
         let node = task.node.clone();
         let uid = pod.uid.clone();
@@ -525,9 +529,11 @@ impl Driver {
             _ => "other",
         });
         let message = status.message();
-        if outcome == Some(BindOutcome::PodGone) || !self.pending.contains(&uid) {
-            // Deleted, or bound meanwhile (the bound pods' watch says
-            // where): nothing to retry.
+        if matches!(outcome, Some(BindOutcome::PodGone | BindOutcome::Conflict)) || !self.pending.contains(&uid) {
+            // Deleted, bound by another scheduler (409: the bound pods'
+            // watch says where), or re-created under its name (409: the
+            // UID differs, the new pod is queued on its own): nothing to
+            // retry, as kube-scheduler drops a pod already assigned.
             debug!(pod = %format!("{}/{}", pod.namespace, pod.name), "binding dropped: {message}");
             self.sched.on_unassigned_pod_delete(&uid);
             return;
@@ -540,6 +546,23 @@ impl Driver {
             condition: false,
             nominated_node: None,
         });
+    }
+
+    /// Forgets pods bound long ago whose bound view never came (see
+    /// `assumedPodTTLSeconds`); one the pending watch still shows is
+    /// queued again.
+    fn expire_assumed_pods(&mut self) {
+        let now = now_ms();
+        for pod in self.sched.expire_assumed_pods(now) {
+            let still_pending = self.pending.contains(&pod.uid);
+            warn!(pod = %pod.key(), node = ?pod.node_name, still_pending, "bound, but never seen bound: forgotten");
+            self.metrics.binding_error("expired");
+            if still_pending {
+                let mut p = (*pod).clone();
+                p.node_name = None;
+                self.sched.on_pod_upsert(p, now);
+            }
+        }
     }
 
     /// The gauges, at most once a second: the GPU sums walk every node.

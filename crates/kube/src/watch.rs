@@ -105,6 +105,13 @@ pub async fn dra_served(client: &Client) -> bool {
     }
 }
 
+/// How long each watch request lasts before the API server ends it and
+/// the watcher resumes from where it was (no relist). kube-rs gives up on
+/// a watch silent for this plus 5 s, so this bounds how long a half-open
+/// connection hides the cluster from the scheduler; client-go's HTTP/2
+/// pings notice one in about 45 s, and this stays below that.
+pub const WATCH_TIMEOUT_SECS: u32 = 30;
+
 /// Pods in a terminal phase hold no resources, as in kube-scheduler.
 const NOT_FINISHED: &str = "status.phase!=Succeeded,status.phase!=Failed";
 
@@ -127,7 +134,8 @@ where
     T: From<Change> + Send + 'static,
 {
     let (keep_pods, keep_nodes) = keep;
-    spawn(Api::<K8sNode>::all(client.clone()), watcher::Config::default(), Source::Nodes, tx.clone(), move |n| {
+    let config = || watcher::Config::default().timeout(WATCH_TIMEOUT_SECS);
+    spawn(Api::<K8sNode>::all(client.clone()), config(), Source::Nodes, tx.clone(), move |n| {
         match convert::node_from_k8s(n) {
             Ok(mut node) => {
                 if keep_nodes {
@@ -141,13 +149,13 @@ where
             }
         }
     });
-    spawn(Api::<Namespace>::all(client.clone()), watcher::Config::default(), Source::Namespaces, tx.clone(), |ns| {
+    spawn(Api::<Namespace>::all(client.clone()), config(), Source::Namespaces, tx.clone(), |ns| {
         let labels: Labels = ns.labels().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         Some(Change::Namespace(ns.name_any(), labels))
     });
-    let bound = watcher::Config::default().fields(&format!("spec.nodeName!=,{NOT_FINISHED}"));
+    let bound = config().fields(&format!("spec.nodeName!=,{NOT_FINISHED}"));
     spawn(Api::<K8sPod>::all(client.clone()), bound, Source::BoundPods, tx.clone(), pod_change);
-    spawn(Api::<PodDisruptionBudget>::all(client.clone()), watcher::Config::default(), Source::Pdbs, tx.clone(), |b| {
+    spawn(Api::<PodDisruptionBudget>::all(client.clone()), config(), Source::Pdbs, tx.clone(), |b| {
         match convert::pdb_from_k8s(b) {
             Ok(pdb) => Some(Change::Pdb(Box::new(pdb))),
             Err(e) => {
@@ -162,37 +170,42 @@ where
         r.map_err(|e| warn!(object = %format!("{kind} {}/{}", obj.namespace().unwrap_or_default(), obj.name_any()), "ignoring: {e}"))
             .ok()
     }
-    let all = watcher::Config::default;
-    spawn(Api::<PersistentVolumeClaim>::all(client.clone()), all(), Source::Claims, tx.clone(), |c| {
+    spawn(Api::<PersistentVolumeClaim>::all(client.clone()), config(), Source::Claims, tx.clone(), |c| {
         lenient("PersistentVolumeClaim", convert::claim_from_k8s(c), c).map(|c| Change::Claim(Box::new(c)))
     });
-    spawn(Api::<PersistentVolume>::all(client.clone()), all(), Source::Volumes, tx.clone(), |v| {
+    spawn(Api::<PersistentVolume>::all(client.clone()), config(), Source::Volumes, tx.clone(), |v| {
         lenient("PersistentVolume", convert::volume_from_k8s(v), v).map(|v| Change::Volume(Box::new(v)))
     });
-    spawn(Api::<StorageClass>::all(client.clone()), all(), Source::StorageClasses, tx.clone(), |c| {
+    spawn(Api::<StorageClass>::all(client.clone()), config(), Source::StorageClasses, tx.clone(), |c| {
         lenient("StorageClass", convert::class_from_k8s(c), c).map(|c| Change::StorageClass(Box::new(c)))
     });
-    spawn(Api::<CSINode>::all(client.clone()), all(), Source::CsiNodes, tx.clone(), |c| {
+    spawn(Api::<CSINode>::all(client.clone()), config(), Source::CsiNodes, tx.clone(), |c| {
         lenient("CSINode", convert::csi_node_from_k8s(c), c).map(|c| Change::CsiNode(Box::new(c)))
     });
     // Default spreading's selectors: Services and the controllers of pods.
-    spawn(Api::<Service>::all(client.clone()), all(), Source::Services, tx.clone(), |svc| {
+    spawn(Api::<Service>::all(client.clone()), config(), Source::Services, tx.clone(), |svc| {
         let selector = svc.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default();
         Some(Change::Service(namespaced(svc), Some(selector)))
     });
-    spawn(Api::<ReplicaSet>::all(client.clone()), all(), Source::ReplicaSets, tx.clone(), |rs| {
+    spawn(Api::<ReplicaSet>::all(client.clone()), config(), Source::ReplicaSets, tx.clone(), |rs| {
         let sel = rs.spec.as_ref().map(|s| &s.selector);
         controller("ReplicaSet", namespaced(rs), sel.map(|s| convert::label_selector(s, "spec.selector")))
     });
-    spawn(Api::<StatefulSet>::all(client.clone()), all(), Source::StatefulSets, tx.clone(), |ss| {
+    spawn(Api::<StatefulSet>::all(client.clone()), config(), Source::StatefulSets, tx.clone(), |ss| {
         let sel = ss.spec.as_ref().map(|s| &s.selector);
         controller("StatefulSet", namespaced(ss), sel.map(|s| convert::label_selector(s, "spec.selector")))
     });
-    spawn(Api::<ReplicationController>::all(client.clone()), all(), Source::ReplicationControllers, tx.clone(), |rc| {
-        let map = rc.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default();
-        let sel = LabelSelector::from_match_labels(map.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        controller("ReplicationController", namespaced(rc), Some(Ok(sel)))
-    });
+    spawn(
+        Api::<ReplicationController>::all(client.clone()),
+        config(),
+        Source::ReplicationControllers,
+        tx.clone(),
+        |rc| {
+            let map = rc.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default();
+            let sel = LabelSelector::from_match_labels(map.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            controller("ReplicationController", namespaced(rc), Some(Ok(sel)))
+        },
+    );
     // Field selectors cannot say "one of these names": one watch per name.
     let mut sources = vec![
         Source::Nodes,
@@ -210,7 +223,7 @@ where
     ];
     if podgroups {
         let api = Api::<PodGroupResource>::all(client.clone());
-        spawn(api, watcher::Config::default(), Source::PodGroups, tx.clone(), |g| match g.convert() {
+        spawn(api, config(), Source::PodGroups, tx.clone(), |g| match g.convert() {
             Ok(group) => Some(Change::PodGroup(Box::new(group))),
             Err(e) => {
                 // Its members wait as members of an unknown group would.
@@ -221,21 +234,20 @@ where
         sources.push(Source::PodGroups);
     }
     if dra {
-        spawn(Api::<ResourceSlice>::all(client.clone()), all(), Source::ResourceSlices, tx.clone(), |s| {
+        spawn(Api::<ResourceSlice>::all(client.clone()), config(), Source::ResourceSlices, tx.clone(), |s| {
             lenient("ResourceSlice", convert::slice_from_k8s(s), s).map(|s| Change::Slice(Box::new(s)))
         });
-        spawn(Api::<DeviceClass>::all(client.clone()), all(), Source::DeviceClasses, tx.clone(), |c| {
+        spawn(Api::<DeviceClass>::all(client.clone()), config(), Source::DeviceClasses, tx.clone(), |c| {
             lenient("DeviceClass", convert::device_class_from_k8s(c), c).map(|c| Change::DeviceClass(Box::new(c)))
         });
-        spawn(Api::<ResourceClaim>::all(client.clone()), all(), Source::ResourceClaims, tx.clone(), |c| {
+        spawn(Api::<ResourceClaim>::all(client.clone()), config(), Source::ResourceClaims, tx.clone(), |c| {
             lenient("ResourceClaim", convert::resource_claim_from_k8s(c), c).map(|c| Change::ResourceClaim(Box::new(c)))
         });
         sources.extend([Source::ResourceSlices, Source::DeviceClasses, Source::ResourceClaims]);
     }
     let names: HashSet<&String> = scheduler_names.iter().collect();
     for name in names {
-        let pending =
-            watcher::Config::default().fields(&format!("spec.schedulerName={name},spec.nodeName=,{NOT_FINISHED}"));
+        let pending = config().fields(&format!("spec.schedulerName={name},spec.nodeName=,{NOT_FINISHED}"));
         let change = move |p: &K8sPod| {
             let mut change = pod_change(p);
             if keep_pods && let Some(Change::Pod(pod)) = &mut change {

@@ -76,3 +76,51 @@ fn an_assumed_pod_stays_until_its_binding_reports() {
     s.on_unassigned_pod_delete("p");
     assert_eq!(queued(&s), 0);
 }
+
+struct Accept;
+
+impl Binder for Accept {
+    fn bind(&self, _pod: &Pod, _node: &str) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A binding that succeeded but whose bound view never arrives (a lost
+/// watch event): after `assumedPodTTLSeconds` the node's room is given
+/// back, and the pod, still pending as far as the driver knows, is
+/// scheduled again; a confirmation in time keeps it.
+#[test]
+fn a_binding_never_confirmed_expires_after_the_ttl() {
+    for (name, confirm, expired) in [("never confirmed", false, true), ("confirmed in time", true, false)] {
+        // The default TTL; n1 takes 3 pods of 1 cpu (the last 10 % of its
+        // 4 are reserved).
+        let mut s = scheduler();
+        let mut tasks = Vec::new();
+        for i in 0..3 {
+            s.on_pod_upsert(pending(&format!("p{i}")), 1);
+            let Some(CycleOutcome::Assumed(task)) = s.schedule_one(2) else { panic!("{name}: p{i} not assumed") };
+            tasks.push(task);
+        }
+        s.on_pod_upsert(pending("late"), 3);
+        assert!(matches!(s.schedule_one(3), Some(CycleOutcome::Failed(_))), "{name}: n1 is full");
+        for mut task in tasks {
+            let status = task.bind(&Accept);
+            let (pod, node) = (task.pod.clone(), task.node.clone());
+            s.finish_binding(*task, &status, 10_000);
+            if confirm {
+                let mut bound = (*pod).clone();
+                bound.node_name = Some(node);
+                s.on_pod_upsert(bound, 11_000);
+            }
+        }
+        let deadline = 10_000 + Configuration::default().assumed_pod_ttl_seconds * 1000;
+        assert!(s.expire_assumed_pods(deadline - 1).is_empty(), "{name}: expired before the TTL");
+        let gone = s.expire_assumed_pods(deadline);
+        assert_eq!(gone.len(), if expired { 3 } else { 0 }, "{name}");
+        assert_eq!(s.cache().pod_count(), if expired { 0 } else { 3 }, "{name}");
+        // The late pod was unschedulable for want of room: the expiry is
+        // the event that lets it in.
+        let next = s.schedule_one(deadline + 60_000);
+        assert_eq!(matches!(next, Some(CycleOutcome::Assumed(_))), expired, "{name}");
+    }
+}

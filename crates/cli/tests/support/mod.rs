@@ -1,1 +1,3 @@
 pub mod cluster;
+pub mod proxy;
+pub mod reliability;

@@ -905,6 +905,9 @@ impl Scheduler {
     /// Unreserve runs, and the pod retries after backoff (if it still exists).
     pub fn finish_binding(&mut self, mut task: BindingTask, status: &Status, now: Millis) {
         if status.is_success() {
+            // The bound view confirms it; until then the assumption holds,
+            // for the configured TTL at most (`expire_assumed_pods`).
+            self.cache.finish_binding(&task.pod.uid, now);
             self.cache.confirm_volumes(&task.pod.uid);
             self.cache.confirm_claims(&task.pod.uid);
             for p in &task.profile.post_bind {
@@ -932,5 +935,21 @@ impl Scheduler {
                 self.joined_queue(&key, &uid, now);
             }
         }
+    }
+
+    /// Forgets the assumed pods whose binding succeeded more than
+    /// `assumedPodTTLSeconds` before `now` while the API never showed them
+    /// bound (kube-scheduler's assumed-pod expiry: a lost watch event must
+    /// not hold a node's resources for ever). Returns them as they were
+    /// assumed; a driver that knows one is still pending queues it again.
+    pub fn expire_assumed_pods(&mut self, now: Millis) -> Vec<PodRef> {
+        if self.cache.awaiting_confirmation() == 0 {
+            return Vec::new();
+        }
+        let expired = self.cache.cleanup_assumed_pods(now);
+        if !expired.is_empty() {
+            self.fire(ClusterEvent::new(EventResource::AssignedPod, EventAction::Delete), now);
+        }
+        expired
     }
 }
