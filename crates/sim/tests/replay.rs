@@ -1,7 +1,7 @@
-//! The trace replay end to end on the shipped openb lists
-//! (`../shared/traces/openb` beside the workspace, or `$OPENB_TRACE_DIR`),
-//! at a small inflation so that each list takes seconds; the full runs
-//! and their figures are docs/BENCHMARKS.md's.
+//! The trace replay end to end on the openb lists shipped in the
+//! repository (`bench/openb`), at a small inflation so that each list
+//! takes well under a second; the full runs and their figures are
+//! docs/BENCHMARKS.md's (`bench/openb/run`).
 
 use std::path::PathBuf;
 
@@ -10,14 +10,8 @@ use gpu_scheduler_sim as sim;
 use sim::openb::{read_nodes, read_pods};
 use sim::replay::{Replay, ReplayOptions, replay};
 
-const LISTS: [&str; 6] = ["default", "cpu050", "cpu100", "gpushare40", "gpuspec10", "multigpu20"];
-
 fn trace_dir() -> PathBuf {
-    let dir = std::env::var_os("OPENB_TRACE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/openb"));
-    assert!(dir.is_dir(), "the openb trace is not at {} (set OPENB_TRACE_DIR)", dir.display());
-    dir
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/openb")
 }
 
 /// The replay configuration of docs/BENCHMARKS.md.
@@ -36,25 +30,53 @@ fn run(list: &str, cfg: &Configuration, inflate: f64, seed: u64) -> Replay {
         .unwrap_or_else(|e| panic!("{list}: {e}"))
 }
 
-#[test]
-fn the_shipped_lists_replay_end_to_end() {
-    let cfg = openb_config();
-    for list in LISTS {
-        let r = run(list, &cfg, 0.02, 42);
-        assert_eq!((r.nodes, r.gpus_total), (1213, 6212), "{list}");
-        // Two per cent of the GPUs asked: everything fits, so the
-        // allocation follows the arrivals.
-        assert_eq!(r.placed + r.failed.total(), r.pods, "{list}");
-        assert_eq!(r.failed.total(), 0, "{list}: {:?}", r.failed);
-        assert_eq!(r.allocated_milli, r.arrived_milli, "{list}");
-        assert!(r.arrived_milli as f64 <= 0.02 * 6_212_000.0, "{list}: {}", r.arrived_milli);
-        let points: Vec<u32> = r.curve.iter().map(|p| p.arrived_pct).collect();
-        assert_eq!(points, [0, 1, 2], "{list}: a point per percent up to 2");
-        for p in &r.curve {
-            assert!((p.allocated_pct - p.arrived_pct as f64).abs() <= 0.6, "{list}: {p:?}");
-            assert!((0.0..=100.0).contains(&p.fragmentation_pct), "{list}: {p:?}");
-        }
+/// One list end to end at 2 % of the GPUs (one test per list, so that
+/// they run side by side).
+fn replays_end_to_end(list: &str) {
+    let r = run(list, &openb_config(), 0.02, 42);
+    assert_eq!((r.nodes, r.gpus_total), (1213, 6212), "{list}");
+    // Two per cent of the GPUs asked: everything fits, so the
+    // allocation follows the arrivals.
+    assert_eq!(r.placed + r.failed.total(), r.pods, "{list}");
+    assert_eq!(r.failed.total(), 0, "{list}: {:?}", r.failed);
+    assert_eq!(r.allocated_milli, r.arrived_milli, "{list}");
+    assert!(r.arrived_milli as f64 <= 0.02 * 6_212_000.0, "{list}: {}", r.arrived_milli);
+    let points: Vec<u32> = r.curve.iter().map(|p| p.arrived_pct).collect();
+    assert_eq!(points, [0, 1, 2], "{list}: a point per percent up to 2");
+    for p in &r.curve {
+        assert!((p.allocated_pct - p.arrived_pct as f64).abs() <= 0.6, "{list}: {p:?}");
+        assert!((0.0..=100.0).contains(&p.fragmentation_pct), "{list}: {p:?}");
     }
+}
+
+#[test]
+fn default_replays_end_to_end() {
+    replays_end_to_end("default");
+}
+
+#[test]
+fn cpu050_replays_end_to_end() {
+    replays_end_to_end("cpu050");
+}
+
+#[test]
+fn cpu100_replays_end_to_end() {
+    replays_end_to_end("cpu100");
+}
+
+#[test]
+fn gpushare40_replays_end_to_end() {
+    replays_end_to_end("gpushare40");
+}
+
+#[test]
+fn gpuspec10_replays_end_to_end() {
+    replays_end_to_end("gpuspec10");
+}
+
+#[test]
+fn multigpu20_replays_end_to_end() {
+    replays_end_to_end("multigpu20");
 }
 
 #[test]
