@@ -82,7 +82,8 @@ impl PreFilterPlugin for VolumeRestrictions {
             }
         }
         let mut rwop_in_use = Vec::new();
-        for n in snap.nodes() {
+        // Every node's pods are looked at only for a pod with such a claim.
+        for n in snap.nodes().iter().filter(|_| !rwop.is_empty()) {
             for other in n.pods.iter().filter(|o| o.uid != pod.uid && o.namespace == pod.namespace) {
                 for c in other.volumes.iter().filter_map(PodVolume::claim).filter(|c| rwop.contains(c)) {
                     rwop_in_use.push((c.to_string(), n.name().to_string()));
