@@ -147,8 +147,8 @@ fn api_server_restarted_during_a_burst() {
     let (n, restarts, every): (usize, u32, u64) = if long() { (2000, 5, 5) } else { (600, 3, 3) };
     let c = Cluster::up("chaos-restarts");
     let (pool, name) = ("restarts", "gs-restarts");
-    // 110 pods a node: room for the whole burst and a tenth more.
-    let config = setup(&c, pool, n.div_ceil(100), name, 100);
+    // 110 pods a node: room for the whole burst (10 nodes at least).
+    let config = setup(&c, pool, n.div_ceil(100).max(10), name, 100);
     let mut sched = start(&c, &c.kubeconfig, &config, "restarts");
     let pid = sched.pid().unwrap_or(0);
     let started = Instant::now();
