@@ -193,23 +193,7 @@ fn snapshot_agrees_with_live_run(c: &Cluster) {
     c.kubectl_in(&["create", "-n", "whatif", "-f", "-"], &pods);
     let config = c.file("whatif-config.yaml", &config_yaml("gs-whatif", "whatif", 50, 100));
 
-    let snapshot = c.dir.join("whatif-snapshot.yaml");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpu-scheduler"))
-        .args(["snapshot", "--kubeconfig"])
-        .arg(&c.kubeconfig)
-        .arg("--output")
-        .arg(&snapshot)
-        .output()
-        .unwrap_or_else(|e| panic!("running snapshot: {e}"));
-    assert!(out.status.success(), "snapshot failed: {}", String::from_utf8_lossy(&out.stderr));
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpu-scheduler"))
-        .args(["simulate", "--output", "json", "--config"])
-        .arg(&config)
-        .arg(&snapshot)
-        .output()
-        .unwrap_or_else(|e| panic!("running simulate: {e}"));
-    assert!(out.status.success(), "simulate of the snapshot failed: {}", String::from_utf8_lossy(&out.stderr));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let report = c.simulate_snapshot(&config, "whatif-snapshot.yaml");
     let simulated = report["placements"]
         .as_array()
         .and_then(|ps| ps.iter().find(|p| p["pod"] == "whatif/p"))

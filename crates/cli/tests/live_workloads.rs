@@ -344,23 +344,7 @@ apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: shared-t4,
     });
     // A snapshot of the cluster carries the DRA objects: simulated, the
     // waiting trainer still finds no A100 (the claims hold them).
-    let snapshot = c.dir.join("dra-snapshot.yaml");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpu-scheduler"))
-        .args(["snapshot", "--kubeconfig"])
-        .arg(&c.kubeconfig)
-        .arg("--output")
-        .arg(&snapshot)
-        .output()
-        .unwrap_or_else(|e| panic!("running snapshot: {e}"));
-    assert!(out.status.success(), "snapshot failed: {}", String::from_utf8_lossy(&out.stderr));
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpu-scheduler"))
-        .args(["simulate", "--output", "json", "--config"])
-        .arg(&config)
-        .arg(&snapshot)
-        .output()
-        .unwrap_or_else(|e| panic!("running simulate: {e}"));
-    assert!(out.status.success(), "simulate of the snapshot failed: {}", String::from_utf8_lossy(&out.stderr));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let report = c.simulate_snapshot(&config, "dra-snapshot.yaml");
     let simulated: Vec<&serde_json::Value> = report["placements"]
         .as_array()
         .map(|ps| ps.iter().filter(|p| s(&p["pod"]).starts_with("dra/")).collect())

@@ -162,6 +162,28 @@ impl Cluster {
     }
 
     /// Starts `gpu-scheduler run` with `config`, logging to `log`.
+    /// `gpu-scheduler snapshot` of this cluster into `name` (in the test's
+    /// directory), then `simulate --output json --config CONFIG` of it.
+    pub fn simulate_snapshot(&self, config: &Path, name: &str) -> Value {
+        let snapshot = self.dir.join(name);
+        let out = Command::new(env!("CARGO_BIN_EXE_gpu-scheduler"))
+            .args(["snapshot", "--kubeconfig"])
+            .arg(&self.kubeconfig)
+            .arg("--output")
+            .arg(&snapshot)
+            .output()
+            .unwrap_or_else(|e| panic!("running snapshot: {e}"));
+        assert!(out.status.success(), "snapshot failed: {}", String::from_utf8_lossy(&out.stderr));
+        let out = Command::new(env!("CARGO_BIN_EXE_gpu-scheduler"))
+            .args(["simulate", "--output", "json", "--config"])
+            .arg(config)
+            .arg(&snapshot)
+            .output()
+            .unwrap_or_else(|e| panic!("running simulate: {e}"));
+        assert!(out.status.success(), "simulate of the snapshot failed: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap_or_default()
+    }
+
     pub fn start_scheduler(&self, config: &Path, log: &Path) -> Scheduler {
         self.start_scheduler_as(&self.kubeconfig, config, "gpu-scheduler", log, &[])
     }
