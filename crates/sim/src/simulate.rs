@@ -26,6 +26,11 @@ use crate::workloads::{self, ExpandedPod};
 /// Errors retried more often than this end the pod's simulation: in a
 /// cluster it would keep retrying, but no simulated event will fix it.
 const MAX_ERROR_ATTEMPTS: u32 = 5;
+/// The clock moves only to a backoff's end; with no pod bound, evicted or
+/// dropped over this many moves or this much simulated time, nothing will
+/// change (a gang short of members times out and waits again forever).
+const IDLE_JUMPS: u32 = 1000;
+const IDLE_TIME: Millis = 24 * 3600 * 1000;
 
 #[derive(Debug, Error)]
 pub enum SimError {
@@ -526,16 +531,20 @@ fn simulate_in_pool(
             kept = Some(record);
         }
     };
+    let (mut idle_jumps, mut idle_since) = (0u32, now);
     loop {
         let Some(outcome) = sched.schedule_one(now) else {
             match sched.queue().next_backoff_expiry() {
-                Some(t) => {
+                Some(t) if idle_jumps < IDLE_JUMPS && t.saturating_sub(idle_since) <= IDLE_TIME => {
                     now = now.max(t);
+                    idle_jumps += 1;
                     continue;
                 }
-                None => break,
+                _ => break,
             }
         };
+        let preempted_before = preempted.len();
+        let mut progressed = false;
         match outcome {
             CycleOutcome::Assumed(mut task) => {
                 let status: Status = task.bind(&SimBinder);
@@ -563,6 +572,7 @@ fn simulate_in_pool(
                 keep(record);
                 if ok {
                     sched.on_pod_upsert(bound, now);
+                    progressed = true;
                 }
             }
             CycleOutcome::Failed(f) => {
@@ -587,10 +597,14 @@ fn simulate_in_pool(
                     p.reason = Some(f.message.clone());
                     if !f.unschedulable && p.attempts >= MAX_ERROR_ATTEMPTS {
                         sched.on_pod_delete(&uid, now);
+                        progressed = true;
                     }
                 }
                 keep(f.record);
             }
+        }
+        if progressed || preempted.len() > preempted_before {
+            (idle_jumps, idle_since) = (0, now);
         }
         progress(done, total);
     }
