@@ -543,7 +543,6 @@ fn simulate_in_pool(
                 _ => break,
             }
         };
-        let preempted_before = preempted.len();
         let mut progressed = false;
         match outcome {
             CycleOutcome::Assumed(mut task) => {
@@ -578,6 +577,7 @@ fn simulate_in_pool(
             CycleOutcome::Failed(f) => {
                 let uid = f.pod.uid.clone();
                 decisions += 1;
+                progressed |= !f.victims.is_empty();
                 // Victims go at once: the simulated cluster has no grace period.
                 for v in &f.victims {
                     let node = v.node_name.clone().unwrap_or_default();
@@ -603,7 +603,7 @@ fn simulate_in_pool(
                 keep(f.record);
             }
         }
-        if progressed || preempted.len() > preempted_before {
+        if progressed {
             (idle_jumps, idle_since) = (0, now);
         }
         progress(done, total);
