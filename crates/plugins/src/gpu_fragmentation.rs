@@ -7,10 +7,11 @@
 //!
 //! Two changes to FGD, each measured on Alibaba's trace (docs/BENCHMARKS.md):
 //!
-//! - the measure (`measure: Stranded`, the default) is the GPU a node
+//! - the measure (`measure: Packed`, the default) is the GPU a node
 //!   would strand if filled with as many pods of each typical shape as fit,
-//!   cpu included, where FGD's (`measure: Fgd`) asks only whether one more
-//!   pod fits;
+//!   cpu included (`measure: Stranded` alone), plus twice the slivers of
+//!   partly used devices that no mix of typical share sizes fills, where
+//!   FGD's (`measure: Fgd`) asks only whether one more pod fits;
 //! - nodes within `bandThousandths` of fragmentation of each other score
 //!   alike, 10 points per band below the best node, down to 45 (so that
 //!   GpuModel's preference, weighted more, still wins), and ties are
@@ -54,7 +55,7 @@ const MIN_SCORE: i64 = 45;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct GpuFragmentationArgs {
-    /// `Stranded` (ours) or `Fgd` (the paper's).
+    /// `Packed` or `Stranded` (ours) or `Fgd` (the paper's).
     #[serde(default)]
     pub measure: Measure,
     /// Fragmentation (thousandths of a GPU) that counts as one band.
@@ -120,6 +121,8 @@ impl PreScorePlugin for GpuFragmentation {
             || shapes.is_empty();
         if !skip {
             state.write(Shapes(shapes.clone()));
+            // Reserve picks the devices by the same measure.
+            state.write(self.measure);
         }
         skip_if(skip)
     }
@@ -242,7 +245,7 @@ mod tests {
         // Node a: a 500 share on device 0; node b: nothing; node c: 700 on device 0.
         let snap = cluster(&[("a", &[(500, "0")]), ("b", &[]), ("c", &[(700, "0")])], &seen);
         let at = |name: &str| snap.position(name).unwrap();
-        for measure in [Measure::Stranded, Measure::Fgd] {
+        for measure in [Measure::Packed, Measure::Stranded, Measure::Fgd] {
             let args = serde_json::json!({"measure": format!("{measure:?}"), "bandThousandths": 50});
             let plugin = new(Some(&args)).unwrap();
             // A half fills a's half; on b it breaks a whole GPU, on c it does not fit device 0.
@@ -255,6 +258,19 @@ mod tests {
             // A whole GPU fragments nothing more anywhere: a tie.
             let s = scores(&plugin, &snap, GpuRequest::whole(1)).unwrap();
             assert_eq!((s[at("a")], s[at("b")], s[at("c")]), (100, 100, 100), "{measure:?}");
+        }
+    }
+
+    /// Reserve picks the devices by the measure the scores used.
+    #[test]
+    fn pre_score_leaves_its_measure_for_reserve() {
+        let snap = cluster(&[("a", &[])], &[GpuRequest::whole(1)]);
+        let p = pod("p").with(|p| p.gpu = GpuRequest::share(500, 0)).build();
+        for measure in [Measure::Packed, Measure::Stranded, Measure::Fgd] {
+            let plugin = new(Some(&serde_json::json!({"measure": format!("{measure:?}")}))).unwrap();
+            let mut state = CycleState::new();
+            assert!(plugin.as_pre_score().unwrap().pre_score(&mut state, &p, snap.node_list()).is_success());
+            assert_eq!(state.read::<Measure>(), Some(&measure));
         }
     }
 

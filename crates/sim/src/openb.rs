@@ -57,6 +57,15 @@ pub const NAMESPACE: &str = "openb";
 /// Pods allowed per node: the trace's nodes set no limit (FGD's simulator uses 1001).
 const PODS_PER_NODE: &str = "1001";
 
+/// A column's name for an error, or its number when the header has no
+/// (or a blank) name there.
+fn column_name(header: &[&str], i: usize) -> String {
+    match header.get(i) {
+        Some(h) if !h.is_empty() => h.to_string(),
+        _ => (i + 1).to_string(),
+    }
+}
+
 /// A CSV file split into rows, with its header.
 struct Table<'a> {
     file: &'a str,
@@ -84,7 +93,7 @@ impl<'a> Table<'a> {
                 return Err(CsvError {
                     file: file.to_string(),
                     line: n,
-                    column: header.get(i).map_or_else(|| (i + 1).to_string(), |h| h.to_string()),
+                    column: column_name(&header, i),
                     message: "quoted fields are not supported".into(),
                 });
             }
@@ -325,6 +334,8 @@ mod tests {
             ),
             ("sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,-1,G2\n", true, "n.csv:2: column gpu: -1 is out of range"),
             ("sn,cpu_milli,memory_mib,gpu,model\nn0,1,1\n", true, "n.csv:2: column 4: 3 fields, the header has 5"),
+            // A blank header cell is named by its number (found by the openb fuzz target).
+            ("sn,,memory_mib,gpu,model\nn0,\"1\",1,1,G2\n", true, "n.csv:2: column 2: quoted fields"),
             (
                 "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,2,500\n",
                 false,

@@ -76,12 +76,13 @@ impl GpuPlacement {
 }
 
 /// The devices `pod` gets on `node` of `snapshot` (the one its decision
-/// saw), chosen as `placement` says; None when it takes no device.
+/// saw), chosen as `placement` says (and by `measure`, the one
+/// GpuFragmentation scored with); None when it takes no device.
 pub fn assign(
     snapshot: &crate::cache::Snapshot,
     pod: &crate::model::Pod,
     node: &str,
-    placement: GpuPlacement,
+    placement: (GpuPlacement, frag::Measure),
 ) -> Option<DeviceSet> {
     if !pod.gpu.wants_devices() {
         return None;

@@ -280,6 +280,12 @@ pub struct TypicalShapes {
     /// Sum of the probabilities (1, or 0 without shapes).
     pub(super) total: f64,
     pub(super) groups: Vec<Group>,
+    /// `residue[g]`: what of `g` free thousandths of one device no mix of
+    /// the typical share sizes can fill (g less the largest sum of shares
+    /// at most g); empty without share shapes.
+    pub(super) residue: Vec<u16>,
+    /// The least cpu a typical share asks for.
+    pub(super) share_cpu: i64,
 }
 
 /// Shapes with the same GPU part.
@@ -376,7 +382,10 @@ impl TypicalShapes {
                 g.cumulative.push(before + p);
             }
         }
-        TypicalShapes { total: shapes.iter().map(|(_, p)| p).sum(), shapes, groups }
+        let shares: Vec<&Group> = groups.iter().filter(|g| !g.whole && g.count == 1 && g.milli > 0).collect();
+        let share_cpu = shares.iter().filter_map(|g| g.cpu.first().copied()).min().unwrap_or(0);
+        let residue = residues(&shares.iter().map(|g| g.milli).collect::<Vec<_>>());
+        TypicalShapes { total: shapes.iter().map(|(_, p)| p).sum(), shapes, groups, residue, share_cpu }
     }
 
     /// The shapes with their probabilities, most frequent first.
@@ -387,6 +396,32 @@ impl TypicalShapes {
     pub fn is_empty(&self) -> bool {
         self.shapes.is_empty()
     }
+}
+
+/// For every free part g of a device (0 to 1000 thousandths), what is
+/// left of it after the best fill by shares of the sizes `milli` (any
+/// number of each): an unbounded knapsack, 1,001 × sizes steps, run when
+/// the typical shapes change. Empty when there are no sizes.
+fn residues(milli: &[i32]) -> Vec<u16> {
+    let sizes: Vec<usize> = milli.iter().filter_map(|&m| usize::try_from(m).ok()).filter(|&m| m > 0).collect();
+    if sizes.is_empty() {
+        return Vec::new();
+    }
+    let n = MILLI_PER_GPU as usize;
+    let mut reachable = vec![false; n + 1];
+    reachable[0] = true;
+    for g in 1..=n {
+        reachable[g] = sizes.iter().any(|&m| m <= g && reachable[g - m]);
+    }
+    let mut best = 0;
+    (0..=n)
+        .map(|g| {
+            if reachable[g] {
+                best = g;
+            }
+            (g - best) as u16
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -489,6 +524,31 @@ mod tests {
         for (left, want) in [(999, 0.0), (1000, 0.25), (3999, 0.75), (100_000, 1.0)] {
             assert!((g.probability_within(left) - want).abs() < 1e-9, "{left}");
         }
+    }
+
+    #[test]
+    fn residue_is_what_no_mix_of_typical_shares_fills() {
+        // (share sizes, [(free part, residue)])
+        type Case<'a> = (&'a [i32], &'a [(usize, u16)]);
+        let cases: &[Case] = &[
+            (&[500], &[(0, 0), (499, 499), (500, 0), (999, 499), (1000, 0)]),
+            (&[300, 500], &[(290, 290), (300, 0), (700, 100), (800, 0), (1000, 0)]),
+            (&[810], &[(190, 190), (810, 0), (1000, 190)]),
+            (&[250, 1000], &[(260, 10), (750, 0)]),
+        ];
+        for (sizes, want) in cases {
+            let r = residues(sizes);
+            assert_eq!(r.len(), 1001);
+            for &(g, res) in *want {
+                assert_eq!(r[g], res, "sizes {sizes:?}, free {g}");
+            }
+        }
+        assert!(residues(&[]).is_empty());
+        assert!(residues(&[0]).is_empty());
+        // Built from the share groups only, with their least cpu.
+        let t = TypicalShapes::build(vec![(shape(4000, 1000, 1), 1.0), (shape(2000, 400, 1), 1.0)], 1.0);
+        assert_eq!((t.residue[1000], t.residue[900], t.share_cpu), (200, 100, 2000));
+        assert!(TypicalShapes::build(vec![(shape(0, 1000, 2), 1.0)], 1.0).residue.is_empty());
     }
 
     #[test]

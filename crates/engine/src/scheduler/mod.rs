@@ -782,7 +782,9 @@ impl Scheduler {
         let mut assumed = pod.clone();
         assumed.node_name = Some(node.to_string());
         assumed.nominated_node_name = None;
-        assumed.gpu_devices = crate::devices::assign(&self.snapshot, &assumed, node, profile.gpu_placement);
+        // GpuFragmentation leaves the measure it scored with; devices are chosen by it.
+        let measure = state.read::<crate::devices::frag::Measure>().copied().unwrap_or_default();
+        assumed.gpu_devices = crate::devices::assign(&self.snapshot, &assumed, node, (profile.gpu_placement, measure));
         let assumed = Arc::new(assumed);
         self.cache.assume_pod(assumed.clone()).map_err(|e| Status::error(e.to_string()))?;
         let mut reserved = Vec::new();
