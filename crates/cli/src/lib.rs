@@ -212,6 +212,11 @@ struct RunArgs {
     /// (for `gpu-scheduler explain`); costs an explanation per decision.
     #[arg(long)]
     enable_explain_endpoint: bool,
+    /// Run the spot rebalancer in dry-run whatever the configuration says
+    /// (`spotDrain`): it reports what it would taint and evict, and does
+    /// neither.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -463,6 +468,14 @@ impl App {
             leader_election,
             metrics: metrics.clone(),
             explanations: explanations.clone(),
+            spot_drain: {
+                let mut d = cfg.spot_drain.clone();
+                if args.dry_run {
+                    d.enabled = true;
+                    d.dry_run = true;
+                }
+                d.enabled.then_some(d)
+            },
         };
         let rt = runtime()?;
         rt.block_on(async {

@@ -39,6 +39,9 @@ fn expected_rules() -> Vec<Value> {
         json!({"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices", "deviceclasses"], "verbs": ["list", "watch"]}),
         json!({"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get", "list", "watch", "update"]}),
         json!({"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/status"], "verbs": ["update"]}),
+        json!({"apiGroups": [""], "resources": ["events"], "verbs": ["list", "watch"]}),
+        json!({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}),
+        json!({"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]}),
     ]
 }
 

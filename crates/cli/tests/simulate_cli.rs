@@ -347,6 +347,18 @@ fn check_config_rejects_bad_configs_naming_the_field() {
             "profiles[2].schedulerName",
         ),
         ("percentage out of range", "percentageOfNodesToScore: 101\n".into(), "percentageOfNodesToScore"),
+        ("spot drain without evictions", "spotDrain:\n  enabled: true\n  maxEvictions: 0\n".into(), "spotDrain.maxEvictions"),
+        ("spot drain window unreadable", "spotDrain:\n  window: soon\n".into(), "spotDrain.window"),
+        (
+            "Prometheus fact without a scheme",
+            "nodeFacts:\n  prometheus:\n  - {name: temperature, url: 'prometheus:9090', query: up}\n".into(),
+            "nodeFacts.prometheus[0].url",
+        ),
+        (
+            "Prometheus fact named twice",
+            "nodeFacts:\n  prometheus:\n  - {name: t, url: 'http://p:9090', query: up}\n  - {name: t, url: 'http://p:9090', query: up}\n".into(),
+            "nodeFacts.prometheus[1].name",
+        ),
         (
             "bad plugin args",
             "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: Sideways\n"
@@ -508,6 +520,45 @@ fn preemption_example_evicts_the_batch_pod_not_the_budgeted_one() {
     let candidates = &v["explain"]["preemption"]["candidates"];
     assert_eq!(candidates[1]["node"], "a100-2");
     assert_eq!(candidates[1]["pdbViolations"], 1, "the serving replica's budget: {v}");
+}
+
+#[test]
+fn spot_drain_example_shows_what_the_rebalancer_would_do_at_now() {
+    let at = |now: &str| {
+        let out = run(&["simulate", "--output", "json", "--now", now, "examples/spot-drain.yaml"]);
+        assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+        serde_json::from_str::<Value>(&out.stdout).unwrap()
+    };
+    let v = at("2026-01-01T12:00:00Z");
+    let find = |name: &str| placements(&v).iter().find(|p| p["pod"] == name).cloned().unwrap_or_default();
+    assert_eq!(find("shop/api")["node"], "on-demand-1", "the expiring node gets no new pod: {v}");
+    let d = &v["spotDrain"];
+    assert_eq!(d["taint"], serde_json::json!(["spot-1"]));
+    assert_eq!(d["untaint"], serde_json::json!(["spot-2"]), "out of the window: the taint comes off");
+    let evicted: Vec<String> = d["evict"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["pods"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect::<Vec<_>>().join("+"))
+        .collect();
+    assert_eq!(evicted, ["ml/train-0+ml/train-1", "shop/web-1", "shop/web-2"], "gang whole, then the replicas");
+    assert!(d["evict"].as_array().unwrap().iter().all(|e| e["afterTaint"] == true), "{d}");
+    let kept: Vec<&str> = d["kept"].as_array().unwrap().iter().map(|k| k["pod"].as_str().unwrap()).collect();
+    assert_eq!(kept, ["kube-system/log-agent-x7k2p", "ml/checkpoint-sync"]);
+
+    // An hour earlier neither spot node is within the window: nothing to
+    // drain, only spot-2's stale taint to remove.
+    let v = at("2026-01-01T11:00:00Z");
+    assert_eq!(v["spotDrain"]["nodes"], serde_json::json!([]), "{v}");
+    assert_eq!(v["spotDrain"]["evict"], serde_json::json!([]));
+    // The table says the same.
+    let out = run(&["simulate", "--now", "2026-01-01T12:00:00Z", "examples/spot-drain.yaml"]);
+    let table = &out.stdout;
+    assert!(
+        table.contains("evict ml/train-0, ml/train-1 (gang ml/train, whole) from spot-1, after the taint"),
+        "{table}"
+    );
+    assert!(table.contains("keep ml/checkpoint-sync on spot-1: annotated gpu-scheduler.io/do-not-evict"), "{table}");
 }
 
 // ------------------------------------------------------ what gets scheduled

@@ -19,6 +19,7 @@ use crate::dra::{DeviceClass, DraObjects, PodAllocations, ResourceClaim, Slice};
 use crate::facts::{Cloud, FactWarning, FactsConfig, NodeFacts, service_identity};
 use crate::model::{LABEL_REGION, LABEL_ZONE, Labels, Node, Pod, PodRef};
 pub use crate::node_info::{FactCounts, NodeInfo, NodeSummary, NodeView};
+use crate::provided_facts::ProvidedFacts;
 use crate::resources::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST};
 use crate::selectors::WorkloadSelectors;
 use crate::time::Millis;
@@ -73,6 +74,9 @@ pub struct Cache {
     node_set_generation: u64,
     namespaces_generation: u64,
     facts_config: FactsConfig,
+    /// Facts from outside the Node objects (alert Events, Prometheus), by
+    /// node name; kept for nodes not (yet) known too.
+    provided: HashMap<String, ProvidedFacts>,
     /// Where each service's pods run, kept as pods come and go.
     services: HashMap<String, Arc<ServiceStats>>,
     /// Service by the generation of its latest change (as `changes`).
@@ -437,6 +441,11 @@ impl Cache {
         info
     }
 
+    /// How node facts are read (`nodeFacts`).
+    pub fn facts_config(&self) -> &FactsConfig {
+        &self.facts_config
+    }
+
     pub fn node_count(&self) -> usize {
         self.nodes.values().filter(|n| n.has_node).count()
     }
@@ -463,7 +472,10 @@ impl Cache {
             Some(old) if old.has_node => zone_key(&old.node) != zone_key(&node),
             _ => true,
         };
-        let (facts, warnings) = NodeFacts::of(&node, &self.facts_config);
+        let (mut facts, warnings) = NodeFacts::of(&node, &self.facts_config);
+        if let Some(p) = self.provided.get(&node.name) {
+            p.apply(&mut facts);
+        }
         let name = node.name.clone();
         let info = self.touch(&name);
         let old_facts = std::mem::replace(&mut info.facts, facts.clone());
@@ -486,6 +498,31 @@ impl Cache {
             self.refresh_dra_gpus(std::slice::from_ref(&name));
         }
         warnings
+    }
+
+    /// Sets what outside sources say of node `name` (replacing what they
+    /// said before); returns whether the node's facts changed.
+    pub fn set_provided_facts(&mut self, name: &str, provided: ProvidedFacts) -> bool {
+        if self.provided.get(name).map_or(provided.is_empty(), |old| *old == provided) {
+            return false;
+        }
+        let facts = self.nodes.get(name).filter(|i| i.has_node).map(|info| {
+            let mut facts = NodeFacts::of(&info.node, &self.facts_config).0;
+            provided.apply(&mut facts);
+            facts
+        });
+        if provided.is_empty() {
+            self.provided.remove(name);
+        } else {
+            self.provided.insert(name.to_string(), provided);
+        }
+        match facts {
+            Some(facts) if self.nodes.get(name).is_some_and(|i| i.facts != facts) => {
+                self.touch(name).facts = facts;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Removes a node. Pods still bound to it keep it as a placeholder until
@@ -1209,6 +1246,32 @@ mod service_tests {
         cache.update_snapshot(&mut snap);
         let s = snap.view(0).summary().to_owned();
         assert_eq!((s.temperature_celsius(), s.cloud), (Some(71.0), Some(Cloud::Public)));
+    }
+
+    #[test]
+    fn provided_facts_survive_node_updates_and_reach_snapshots() {
+        use crate::provided_facts::{FACT_TEMPERATURE, ProvidedFacts};
+        let mut cache = Cache::new();
+        let hot = ProvidedFacts {
+            event_alert: Some(7_000),
+            numbers: [(FACT_TEMPERATURE.to_string(), 93.0), ("power".to_string(), 410.0)].into(),
+        };
+        // Facts for a node not yet known are kept for it.
+        assert!(!cache.set_provided_facts("a", hot.clone()));
+        cache.upsert_node(node("a").annotation(crate::facts::ANNOTATION_TEMPERATURE, "40").build());
+        let mut snap = Snapshot::new();
+        cache.update_snapshot(&mut snap);
+        let s = snap.view(0).summary().to_owned();
+        assert_eq!((s.temperature_celsius(), s.last_hardware_alert()), (Some(93.0), Some(7_000)));
+        assert_eq!(snap.view(0).facts.numbers.get("power"), Some(&410.0));
+        assert_eq!(snap.fact_counts().hardware_alert, 1);
+        assert!(!cache.set_provided_facts("a", hot), "the same facts change nothing");
+        // The sources forget the node: the annotation's value is back.
+        assert!(cache.set_provided_facts("a", ProvidedFacts::default()));
+        cache.update_snapshot(&mut snap);
+        let s = snap.view(0).summary().to_owned();
+        assert_eq!((s.temperature_celsius(), s.last_hardware_alert()), (Some(40.0), None));
+        assert_eq!(snap.fact_counts().hardware_alert, 0);
     }
 
     #[test]

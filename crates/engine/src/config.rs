@@ -62,6 +62,9 @@ pub struct Configuration {
     /// How the typical GPU pod shapes (for the fragmentation measure) are learned.
     #[serde(default)]
     pub gpu_shapes: GpuShapesConfig,
+    /// The spot rebalancer (`run`, leader only; `simulate` shows its plan).
+    #[serde(default)]
+    pub spot_drain: crate::spot_drain::SpotDrainConfig,
 }
 
 /// One HTTP extender, kube-scheduler's `Extender` fields and defaults.
@@ -214,6 +217,7 @@ impl Default for Configuration {
             node_facts: FactsConfig::default(),
             extenders: Vec::new(),
             gpu_shapes: GpuShapesConfig::default(),
+            spot_drain: Default::default(),
         }
     }
 }
@@ -456,6 +460,7 @@ impl Configuration {
         }
         self.node_facts.validate("nodeFacts")?;
         self.gpu_shapes.validate("gpuShapes")?;
+        self.spot_drain.validate("spotDrain")?;
         // A schedulerName may repeat only after profiles that select pods:
         // a profile without podSelector takes every remaining pod.
         let mut catch_all = HashSet::new();

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cache::NodeNames;
 use crate::framework::{Code, Status};
+use crate::time::Millis;
 
 /// Why no node was found.
 #[derive(Debug, Clone)]
@@ -33,6 +34,13 @@ impl FitError {
         set.extend(self.absent.iter().map(|(_, s)| s.plugin));
         set.retain(|p| !p.is_empty());
         set
+    }
+
+    /// The earliest time a rejection lapses by itself, if any does: the
+    /// pod is tried again then, event or not.
+    pub fn retry_at(&self) -> Option<Millis> {
+        let statuses = self.rejected.iter().chain(&self.absent).map(|(_, s)| s).chain(&self.pre_filter);
+        statuses.filter_map(|s| s.retry_at).min()
     }
 
     /// kube-scheduler's message: "0/5 nodes are available: 2 node(s) had

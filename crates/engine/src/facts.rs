@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::ConfigError;
 use crate::model::{LABEL_ZONE, Node, Pod};
+use crate::provided_facts::PrometheusFact;
 use crate::time::Millis;
 
 pub const LABEL_GPU_MODEL: &str = "gpu-model";
@@ -57,14 +58,41 @@ pub struct FactsConfig {
     /// time is the condition's lastTransitionTime.
     #[serde(default)]
     pub hardware_alert_conditions: Vec<String>,
-    /// Reasons of Warning Events on a Node that signal a hardware alert.
-    #[serde(default)]
+    /// Reasons of Warning Events on a Node that signal a hardware alert
+    /// (`run` watches them; defaults: node-problem-detector's and
+    /// NVIDIA XID-style reasons).
+    #[serde(default = "default_alert_event_reasons")]
     pub hardware_alert_event_reasons: Vec<String>,
+    /// Numeric node facts polled from Prometheus by `run`.
+    #[serde(default)]
+    pub prometheus: Vec<PrometheusFact>,
     /// DRA drivers whose devices are GPUs: a node's ResourceSlices of these
     /// drivers lay out its GPU devices (docs/POLICIES.md, "Dynamic Resource
     /// Allocation").
     #[serde(default = "default_dra_gpu_drivers")]
     pub dra_gpu_drivers: Vec<String>,
+}
+
+/// node-problem-detector's kernel monitor reasons that mean failing
+/// hardware, and the reasons GPU health checkers give XID errors, ECC
+/// errors and a GPU lost from the bus.
+pub const DEFAULT_ALERT_EVENT_REASONS: &[&str] = &[
+    "KernelOops",
+    "MemoryReadError",
+    "IOError",
+    "Ext4Error",
+    "FilesystemIsReadOnly",
+    "TaskHung",
+    "XidError",
+    "GpuXidError",
+    "NVIDIAXidError",
+    "GpuEccError",
+    "GpuFellOffBus",
+    "GpuUnhealthy",
+];
+
+fn default_alert_event_reasons() -> Vec<String> {
+    DEFAULT_ALERT_EVENT_REASONS.iter().map(|r| r.to_string()).collect()
 }
 
 fn default_dra_gpu_drivers() -> Vec<String> {
@@ -108,7 +136,8 @@ impl Default for FactsConfig {
         FactsConfig {
             gpu_models: default_gpu_models(),
             hardware_alert_conditions: Vec::new(),
-            hardware_alert_event_reasons: Vec::new(),
+            hardware_alert_event_reasons: default_alert_event_reasons(),
+            prometheus: Vec::new(),
             dra_gpu_drivers: default_dra_gpu_drivers(),
         }
     }
@@ -125,6 +154,19 @@ impl FactsConfig {
             }
             if a.model.is_empty() {
                 return Err(ConfigError::new(format!("{path}.gpuModels[{i}].model"), "must not be empty"));
+            }
+        }
+        for (i, r) in self.hardware_alert_event_reasons.iter().enumerate() {
+            if r.trim().is_empty() {
+                return Err(ConfigError::new(format!("{path}.hardwareAlertEventReasons[{i}]"), "must not be empty"));
+            }
+        }
+        let mut names = std::collections::HashSet::new();
+        for (i, p) in self.prometheus.iter().enumerate() {
+            let at = format!("{path}.prometheus[{i}]");
+            p.validate(&at)?;
+            if !names.insert(p.name.as_str()) {
+                return Err(ConfigError::new(format!("{at}.name"), format!("{:?} is named twice", p.name)));
             }
         }
         Ok(())
@@ -151,6 +193,8 @@ pub struct NodeFacts {
     pub spot_expiry: Option<Millis>,
     pub last_hardware_alert: Option<Millis>,
     pub temperature_celsius: Option<f64>,
+    /// Numeric facts provided from outside (`nodeFacts.prometheus`), by name.
+    pub numbers: std::collections::BTreeMap<String, f64>,
 }
 
 /// A node value that could not be read; the fact is treated as absent.
@@ -252,6 +296,7 @@ impl NodeFacts {
             spot_expiry,
             last_hardware_alert: annotated_alert.max(condition_alert),
             temperature_celsius,
+            numbers: Default::default(),
         };
         (facts, warnings)
     }

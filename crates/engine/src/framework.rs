@@ -62,19 +62,28 @@ pub struct Status {
     pub reasons: Vec<Cow<'static, str>>,
     /// The plugin that produced a failure (filled in by the framework).
     pub plugin: &'static str,
+    /// A rejection that lapses with time alone (an alert ageing out): when
+    /// to try the pod again without waiting for a cluster event.
+    pub retry_at: Option<Millis>,
 }
 
 impl Status {
     pub const fn success() -> Status {
-        Status { code: Code::Success, reasons: Vec::new(), plugin: "" }
+        Status { code: Code::Success, reasons: Vec::new(), plugin: "", retry_at: None }
     }
 
     pub const fn skip() -> Status {
-        Status { code: Code::Skip, reasons: Vec::new(), plugin: "" }
+        Status { code: Code::Skip, reasons: Vec::new(), plugin: "", retry_at: None }
     }
 
     pub fn new(code: Code, reason: impl Into<Cow<'static, str>>) -> Status {
-        Status { code, reasons: vec![reason.into()], plugin: "" }
+        Status { code, reasons: vec![reason.into()], plugin: "", retry_at: None }
+    }
+
+    /// This verdict no longer holds at `at`.
+    pub fn with_retry_at(mut self, at: Millis) -> Status {
+        self.retry_at = Some(at);
+        self
     }
 
     pub fn unschedulable(reason: impl Into<Cow<'static, str>>) -> Status {

@@ -33,6 +33,9 @@ pub struct QueuedPod {
     /// Not retried before this time, whatever its attempts say (a gang
     /// backed off for its timeout).
     pub not_before: Millis,
+    /// While unschedulable: retried at this time even without an event
+    /// (a filter said when its verdict lapses, e.g. an alert ageing out).
+    pub wake_at: Option<Millis>,
     /// The scheduling cycle of its last pop.
     cycle: u64,
 }
@@ -108,6 +111,9 @@ pub struct SchedulingQueue {
     move_request_cycle: u64,
     /// Last time the unschedulable pool was scanned for stale pods.
     last_leftover_scan: Millis,
+    /// (wake_at, seq, uid) of unschedulable pods with a timed retry; stale
+    /// entries are skipped as in `backoff`.
+    wakeups: BinaryHeap<Reverse<(Millis, u64, String)>>,
 }
 
 /// How often the unschedulable pool is scanned for pods past the flush interval.
@@ -128,6 +134,7 @@ impl SchedulingQueue {
             cycle: 0,
             move_request_cycle: 0,
             last_leftover_scan: 0,
+            wakeups: BinaryHeap::new(),
         }
     }
 
@@ -184,6 +191,7 @@ impl SchedulingQueue {
             timestamp: now,
             unschedulable_plugins: HashSet::new(),
             not_before: 0,
+            wake_at: None,
             cycle: 0,
         };
         self.push_active(qp);
@@ -263,6 +271,18 @@ impl SchedulingQueue {
                     // Re-parked since this entry was made; its own entry is later.
                     self.parked.insert(uid, qp);
                 }
+            }
+        }
+        while let Some(Reverse((at, _, uid))) = self.wakeups.peek().cloned() {
+            if at > now {
+                break;
+            }
+            self.wakeups.pop();
+            if self.place.get(&uid) == Some(&Place::Unschedulable)
+                && self.parked.get(&uid).is_some_and(|qp| qp.wake_at == Some(at))
+                && let Some(qp) = self.parked.remove(&uid)
+            {
+                self.requeue(qp, now);
             }
         }
         // Scanning every parked pod per pop would be quadratic; like
@@ -384,7 +404,19 @@ impl SchedulingQueue {
     /// none (an error), it retries after backoff. If a cluster event came
     /// while it was being scheduled it also retries after backoff, since
     /// that event may have been the one it needed.
-    pub fn add_unschedulable(&mut self, mut qp: QueuedPod, plugins: HashSet<&'static str>, now: Millis) {
+    pub fn add_unschedulable(&mut self, qp: QueuedPod, plugins: HashSet<&'static str>, now: Millis) {
+        self.add_unschedulable_until(qp, plugins, None, now);
+    }
+
+    /// Like [`Self::add_unschedulable`], and retried at `wake_at` at the
+    /// latest (None: only on an event or the periodic flush).
+    pub fn add_unschedulable_until(
+        &mut self,
+        mut qp: QueuedPod,
+        plugins: HashSet<&'static str>,
+        wake_at: Option<Millis>,
+        now: Millis,
+    ) {
         if !self.place.contains_key(&qp.pod.uid) {
             return; // deleted meanwhile
         }
@@ -393,9 +425,14 @@ impl SchedulingQueue {
         }
         qp.timestamp = now;
         qp.unschedulable_plugins = plugins;
+        qp.wake_at = None;
         if qp.unschedulable_plugins.is_empty() || self.move_request_cycle >= qp.cycle {
             self.push_backoff(qp);
         } else {
+            if let Some(at) = wake_at {
+                qp.wake_at = Some(at);
+                self.wakeups.push(Reverse((at, qp.seq, qp.pod.uid.clone())));
+            }
             self.set_place(&qp.pod.uid, Some(Place::Unschedulable));
             self.parked.insert(qp.pod.uid.clone(), qp);
         }
@@ -443,14 +480,27 @@ impl SchedulingQueue {
         }
     }
 
-    /// When the next pod in backoff becomes due, for a simulated clock to
-    /// jump to. (Unschedulable pods wait for events, or the 5-minute flush.)
+    /// When the next pod in backoff, or the next unschedulable pod with a
+    /// timed retry, becomes due: for a simulated clock to jump to, and for
+    /// `run` to wake up at. (Other unschedulable pods wait for events, or
+    /// the 5-minute flush.)
     pub fn next_backoff_expiry(&self) -> Option<Millis> {
-        self.parked
+        let backoff = self
+            .parked
             .values()
             .filter(|qp| self.place.get(&qp.pod.uid) == Some(&Place::Backoff))
             .map(|qp| self.backoff_expiry(qp))
-            .min()
+            .min();
+        let wakeup = self
+            .wakeups
+            .iter()
+            .filter(|Reverse((at, _, uid))| {
+                self.place.get(uid) == Some(&Place::Unschedulable)
+                    && self.parked.get(uid).is_some_and(|qp| qp.wake_at == Some(*at))
+            })
+            .map(|Reverse((at, _, _))| *at)
+            .min();
+        backoff.into_iter().chain(wakeup).min()
     }
 
     /// Pods currently unschedulable (for reports).
@@ -553,6 +603,28 @@ mod tests {
         assert!(q.pop(UNSCHEDULABLE_FLUSH_MS - 1).is_none());
         // Checked every 30 s, as kube-scheduler does.
         assert!(q.pop(UNSCHEDULABLE_FLUSH_MS - 1 + LEFTOVER_SCAN_MS).is_some());
+    }
+
+    #[test]
+    fn a_timed_retry_wakes_an_unschedulable_pod_once() {
+        let mut q = queue();
+        q.add(pod("p").arc(), 0);
+        let qp = q.pop(0).unwrap();
+        q.add_unschedulable_until(qp, ["NodeHealth"].into(), Some(20_000), 0);
+        assert_eq!(q.next_backoff_expiry(), Some(20_000), "run wakes up for it");
+        assert!(q.pop(19_999).is_none());
+        let qp = q.pop(20_000).expect("retried when its verdict lapses, not after 5 minutes");
+        // Failing again without a time: it waits for events or the flush.
+        q.add_unschedulable(qp, ["NodeHealth"].into(), 20_000);
+        assert_eq!(q.next_backoff_expiry(), None);
+        assert!(q.pop(40_000).is_none(), "the old wake-up is stale");
+        // An event before the time moves it; the wake-up is then stale too.
+        let qp = q.pop(20_000 + UNSCHEDULABLE_FLUSH_MS).unwrap();
+        q.add_unschedulable_until(qp, ["NodeHealth"].into(), Some(400_000), 330_000);
+        q.on_event(ClusterEvent::new(EventResource::Node, EventAction::Update), 340_000, &|_, _| true);
+        let qp = q.pop(350_000).unwrap();
+        q.add_unschedulable(qp, ["NodeHealth"].into(), 350_000);
+        assert!(q.pop(400_000).is_none());
     }
 
     #[test]

@@ -63,6 +63,13 @@ impl NodeBuilder {
         info.facts = NodeFacts::of(&info.node, &FactsConfig::default()).0;
         info
     }
+
+    /// [`Self::info`], then `edit` (facts provided from outside, ...).
+    pub fn info_with<T>(self, edit: impl FnOnce(&mut NodeInfo) -> T) -> NodeInfo {
+        let mut info = self.info();
+        edit(&mut info);
+        info
+    }
 }
 
 /// A pod in namespace `default` with uid = name and no requests.
@@ -83,6 +90,10 @@ pub struct PodBuilder(pub Pod);
 impl PodBuilder {
     pub fn namespace(mut self, ns: &str) -> Self {
         self.0.namespace = ns.into();
+        self
+    }
+    pub fn annotation(mut self, k: &str, v: &str) -> Self {
+        self.0.annotations.insert(k.into(), v.into());
         self
     }
     pub fn label(mut self, k: &str, v: &str) -> Self {

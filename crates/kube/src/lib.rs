@@ -1,15 +1,20 @@
 //! gpu-scheduler's link to a live cluster: API clients with client-side
 //! rate limits ([`client`]), watches feeding the engine ([`watch`]), the
 //! `pods/binding` binder ([`binder`]), Events and pod conditions
-//! ([`report`]), leader election ([`leader`]), the `run` driver ([`run`]) and `snapshot`
-//! ([`snapshot`]). The engine itself knows none of this.
+//! ([`report`]), leader election ([`leader`]), node facts from alert
+//! Events ([`alerts`]) and Prometheus ([`prometheus`]), the spot
+//! rebalancer ([`rebalancer`]), the `run` driver
+//! ([`run`]) and `snapshot` ([`snapshot`]). The engine itself knows none of this.
 
+pub mod alerts;
 pub mod binder;
 pub mod client;
 pub mod explain;
 pub mod leader;
 pub mod metrics;
 pub mod podgroup;
+pub mod prometheus;
+pub mod rebalancer;
 pub mod report;
 pub mod run;
 pub mod snapshot;

@@ -76,6 +76,17 @@ struct StateLabel {
     state: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabel {
+    source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EvictionLabel {
+    /// evicted, refused (a PodDisruptionBudget's 429), gone, failed, dry_run.
+    result: &'static str,
+}
+
 type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 
 fn latency_buckets() -> Histogram {
@@ -113,6 +124,9 @@ pub struct Metrics {
     gangs: Family<PhaseLabel, Gauge>,
     held_gpus: Gauge,
     bindings_in_flight: Gauge,
+    fact_source_up: Family<SourceLabel, Gauge>,
+    spot_evictions: Family<EvictionLabel, Counter>,
+    spot_draining_nodes: Gauge,
     /// Whether every watch has listed once.
     synced: AtomicBool,
     /// When the scheduling thread last went round its loop (ms since the
@@ -232,7 +246,28 @@ impl Metrics {
             "Bindings started and not yet reported back (their pods are assumed in the cache).",
             bindings_in_flight.clone(),
         );
+        let fact_source_up = Family::<SourceLabel, Gauge>::default();
+        registry.register(
+            "gpu_scheduler_fact_source_up",
+            "1 while a node-fact source (alert Events, or a nodeFacts.prometheus query by its fact name) answers, 0 during an outage.",
+            fact_source_up.clone(),
+        );
+        let spot_evictions = Family::<EvictionLabel, Counter>::default();
+        registry.register(
+            "gpu_scheduler_spot_evictions",
+            "Evictions by the spot rebalancer, by result: evicted, refused (a PodDisruptionBudget said 429: tried later), gone (deleted meanwhile), failed, dry_run (reported only).",
+            spot_evictions.clone(),
+        );
+        let spot_draining_nodes = Gauge::default();
+        registry.register(
+            "gpu_scheduler_spot_draining_nodes",
+            "Spot nodes within the expiry window that the rebalancer taints and drains.",
+            spot_draining_nodes.clone(),
+        );
         Metrics {
+            fact_source_up,
+            spot_evictions,
+            spot_draining_nodes,
             bindings_in_flight,
             registry,
             extender_errors,
@@ -288,6 +323,25 @@ impl Metrics {
 
     pub fn set_bindings_in_flight(&self, n: usize) {
         self.bindings_in_flight.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    /// Whether the node-fact source `source` answers.
+    pub fn set_fact_source_up(&self, source: &str, up: bool) {
+        self.fact_source_up.get_or_create(&SourceLabel { source: source.to_string() }).set(i64::from(up));
+    }
+
+    /// One eviction by the spot rebalancer, by its result.
+    pub fn spot_eviction(&self, result: &'static str) {
+        self.spot_evictions.get_or_create(&EvictionLabel { result }).inc();
+    }
+
+    /// `n` evictions with one result at once (a dry run's node).
+    pub fn spot_eviction_n(&self, result: &'static str, n: usize) {
+        self.spot_evictions.get_or_create(&EvictionLabel { result }).inc_by(n as u64);
+    }
+
+    pub fn set_spot_draining_nodes(&self, n: usize) {
+        self.spot_draining_nodes.set(i64::try_from(n).unwrap_or(i64::MAX));
     }
 
     pub fn set_leader(&self, leading: bool) {

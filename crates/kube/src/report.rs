@@ -84,6 +84,19 @@ pub enum Report {
         name: String,
         status: engine::gang::GangStatus,
     },
+    /// A Normal Event on a pod (the spot rebalancer's evictions).
+    PodNote {
+        pod: PodId,
+        reason: &'static str,
+        note: String,
+    },
+    /// A Normal Event on a node (the spot rebalancer's taint).
+    NodeNote {
+        node: String,
+        reason: &'static str,
+        note: String,
+        controller: String,
+    },
     /// A node fact that could not be read (DESIGN.md §4: reported once).
     NodeWarning {
         node: String,
@@ -234,6 +247,26 @@ impl Worker {
                     debug!(podgroup = %format!("{namespace}/{name}"), "status not updated: {e}");
                 }
             }
+            Report::PodNote { pod, reason, note } => {
+                let ev = Event {
+                    type_: EventType::Normal,
+                    reason: reason.into(),
+                    note: Some(truncate(&note, 1024)),
+                    action: "Evicting".into(),
+                    secondary: None,
+                };
+                self.event(&pod, ev).await;
+            }
+            Report::NodeNote { node, reason, note, controller } => {
+                let ev = Event {
+                    type_: EventType::Normal,
+                    reason: reason.into(),
+                    note: Some(truncate(&note, 1024)),
+                    action: "Draining".into(),
+                    secondary: None,
+                };
+                self.node_event(&node, &controller, ev).await;
+            }
             Report::NodeWarning { node, message, controller } => {
                 let ev = Event {
                     type_: EventType::Warning,
@@ -242,16 +275,20 @@ impl Worker {
                     action: "Scheduling".into(),
                     secondary: None,
                 };
-                let node_ref = ObjectReference {
-                    api_version: Some("v1".into()),
-                    kind: Some("Node".into()),
-                    name: Some(node.clone()),
-                    ..Default::default()
-                };
-                if let Err(e) = self.recorder(&controller).publish(&ev, &node_ref).await {
-                    debug!(%node, "event not recorded: {e}");
-                }
+                self.node_event(&node, &controller, ev).await;
             }
+        }
+    }
+
+    async fn node_event(&self, node: &str, controller: &str, ev: Event) {
+        let node_ref = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Node".into()),
+            name: Some(node.to_string()),
+            ..Default::default()
+        };
+        if let Err(e) = self.recorder(controller).publish(&ev, &node_ref).await {
+            debug!(%node, "event not recorded: {e}");
         }
     }
 

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use engine::algorithm::ExplainDetails;
 use engine::framework::Status;
 use engine::gang::GangPhase;
+use engine::provided_facts::ProvidedFacts;
 use engine::scheduler::{BindingTask, CycleOutcome, Scheduler};
 use engine::time::Millis;
 use tokio::runtime::Handle;
@@ -27,6 +28,7 @@ use crate::client::Clients;
 use crate::explain::Explanations;
 use crate::leader::{Campaign, Elector};
 use crate::metrics::{GpuUsage, Metrics};
+use crate::rebalancer::Rebalancer;
 use crate::report::{PodId, Report, Reporter};
 use crate::watch::{self, Change};
 
@@ -54,6 +56,8 @@ pub struct RunOptions {
     pub metrics: Arc<Metrics>,
     /// Keep each pod's last decision for `/debug/explain` (off: None).
     pub explanations: Option<Arc<Explanations>>,
+    /// Run the spot rebalancer with this configuration (off: None).
+    pub spot_drain: Option<engine::spot_drain::SpotDrainConfig>,
 }
 
 impl Default for RunOptions {
@@ -64,6 +68,7 @@ impl Default for RunOptions {
             leader_election: None,
             metrics: Arc::default(),
             explanations: None,
+            spot_drain: None,
         }
     }
 }
@@ -124,6 +129,14 @@ pub async fn run(
     }
     let dra = watch::dra_served(&clients.main).await;
     let sources = watch::spawn_all(&clients.main, &names, keep, (podgroups, dra), tx.clone());
+    // Node facts from outside the Node objects, off the scheduling path.
+    let facts = scheduler.cache().facts_config().clone();
+    let m = options.metrics.clone();
+    crate::alerts::spawn(&clients.main, &facts.hardware_alert_event_reasons, tx.clone(), move |up| {
+        m.set_fact_source_up("events", up)
+    });
+    let m = options.metrics.clone();
+    crate::prometheus::spawn(&facts.prometheus, tx.clone(), move |name, up| m.set_fact_source_up(name, up));
     let (reporter, report_worker) = Reporter::start(clients.events.clone(), clients.main.clone(), &options.instance);
 
     // Followers watch and keep their cache warm; only the leader decides.
@@ -165,6 +178,17 @@ pub async fn run(
         pending: HashSet::new(),
         conditions: HashMap::new(),
         gang_phases: HashMap::new(),
+        provided: HashMap::new(),
+        rebalancer: options.spot_drain.map(|cfg| {
+            Rebalancer::new(
+                cfg,
+                clients.main.clone(),
+                options.metrics.clone(),
+                reporter.clone(),
+                Handle::current(),
+                names.first().cloned().unwrap_or_else(|| "gpu-scheduler".into()),
+            )
+        }),
         summary: RunSummary::default(),
     };
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
@@ -247,6 +271,10 @@ struct Driver {
     conditions: HashMap<String, String>,
     /// The phase last written to each PodGroup, for the gangs gauge.
     gang_phases: HashMap<String, GangPhase>,
+    /// What alert Events and Prometheus say of each node.
+    provided: HashMap<String, ProvidedFacts>,
+    /// The spot rebalancer, when on; it acts only while leading.
+    rebalancer: Option<Rebalancer>,
     summary: RunSummary,
 }
 
@@ -271,6 +299,12 @@ impl Driver {
             self.refresh_metrics();
             if stopping {
                 break;
+            }
+            if self.unsynced == 0
+                && self.leading
+                && let Some(r) = &mut self.rebalancer
+            {
+                r.tick(self.sched.cache(), now_ms());
             }
             if self.unsynced == 0 && self.leading {
                 let now = now_ms();
@@ -403,6 +437,25 @@ impl Driver {
                 let (ns, name) = key.split_once('/').unwrap_or(("", &key));
                 self.sched.on_pdb_delete(ns, name);
             }
+            Change::NodeAlert(node, at) => {
+                let mut facts = self.provided.get(&node).cloned().unwrap_or_default();
+                facts.event_alert = at;
+                self.provide(node, facts, now);
+            }
+            Change::NodeNumbers(fact, values) => {
+                let mut nodes: HashSet<String> = values.keys().cloned().collect();
+                nodes.extend(
+                    self.provided.iter().filter(|(_, f)| f.numbers.contains_key(&fact)).map(|(n, _)| n.clone()),
+                );
+                for node in nodes {
+                    let mut facts = self.provided.get(&node).cloned().unwrap_or_default();
+                    match values.get(&node) {
+                        Some(v) => facts.numbers.insert(fact.clone(), *v),
+                        None => facts.numbers.remove(&fact),
+                    };
+                    self.provide(node, facts, now);
+                }
+            }
             Change::Synced(source) => {
                 self.unsynced = self.unsynced.saturating_sub(1);
                 debug!(?source, "synced");
@@ -415,6 +468,15 @@ impl Driver {
                     );
                 }
             }
+        }
+    }
+
+    fn provide(&mut self, node: String, facts: ProvidedFacts, now: Millis) {
+        self.sched.on_node_provided_facts(&node, facts.clone(), now);
+        if facts.is_empty() {
+            self.provided.remove(&node);
+        } else {
+            self.provided.insert(node, facts);
         }
     }
 

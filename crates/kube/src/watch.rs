@@ -70,6 +70,10 @@ pub enum Change {
     ResourceClaim(Box<engine::dra::ResourceClaim>),
     /// `NAMESPACE/NAME` of a deleted ResourceClaim.
     ResourceClaimDeleted(String),
+    /// A node's latest hardware-alert Event (None: none left).
+    NodeAlert(String, Option<engine::time::Millis>),
+    /// A `nodeFacts.prometheus` fact's current values, by node.
+    NodeNumbers(String, std::collections::BTreeMap<String, f64>),
     /// A watch finished its first complete list.
     Synced(Source),
 }

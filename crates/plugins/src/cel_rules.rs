@@ -473,6 +473,9 @@ struct NodeVar<'a> {
     spot_expiry: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     last_alert: Option<i64>,
+    /// Numbers from monitoring (`nodeFacts.prometheus`), by fact name:
+    /// `has(node.facts.gpu_util)`, `node.facts.gpu_util`.
+    facts: &'a BTreeMap<String, f64>,
 }
 
 #[derive(Serialize)]
@@ -542,6 +545,7 @@ fn node_value(info: &NodeInfo) -> Box<dyn Val> {
         temperature: f.temperature_celsius,
         spot_expiry: f.spot_expiry.map(secs),
         last_alert: f.last_hardware_alert.map(secs),
+        facts: &f.numbers,
     })
 }
 
@@ -564,6 +568,8 @@ impl Samples {
         let annotations: Labels =
             [("sample", "yes")].into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let none = Labels::new();
+        let sample_facts: BTreeMap<String, f64> = [("temperature".to_string(), 70.0)].into();
+        let no_facts = BTreeMap::new();
         let mut requests = Resources::new(1000, 1 << 30);
         requests.set(engine::facts::GPU_RESOURCE, 1);
         let pod = to_val(&PodVar {
@@ -595,6 +601,7 @@ impl Samples {
             temperature: Some(70.0),
             spot_expiry: Some(1_900_000_000),
             last_alert: Some(1_700_000_000),
+            facts: &sample_facts,
         };
         let empty = NodeVar {
             name: "empty",
@@ -614,6 +621,7 @@ impl Samples {
             temperature: None,
             spot_expiry: None,
             last_alert: None,
+            facts: &no_facts,
         };
         Samples { pod, nodes: [to_val(&full), to_val(&empty)] }
     }
@@ -771,6 +779,20 @@ mod tests {
             (
                 "pod namespace and priority",
                 "pod.namespace == 'default' && pod.priority == 0",
+                node("n").info(),
+                &web,
+                true,
+            ),
+            (
+                "a provided fact",
+                "!has(node.facts.gpu_util) || node.facts.gpu_util < 0.9",
+                node("n").info_with(|i| i.facts.numbers.insert("gpu_util".into(), 0.95)),
+                &web,
+                false,
+            ),
+            (
+                "a provided fact, absent",
+                "!has(node.facts.gpu_util) || node.facts.gpu_util < 0.9",
                 node("n").info(),
                 &web,
                 true,

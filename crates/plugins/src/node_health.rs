@@ -6,8 +6,10 @@
 //! recent: when in doubt, keep off the node.
 //!
 //! The alert time is a node fact: annotation
-//! `gpu-scheduler.io/last-hardware-alert`, or a configured node condition
-//! (`nodeFacts.hardwareAlertConditions`); the cycle's clock decides what
+//! `gpu-scheduler.io/last-hardware-alert`, a configured node condition
+//! (`nodeFacts.hardwareAlertConditions`), or in `run` a Warning Event on
+//! the node with a configured reason (`nodeFacts.hardwareAlertEventReasons`);
+//! the cycle's clock decides what
 //! "recent" means, so simulate's `--now` replays a moment exactly.
 
 use std::borrow::Cow;
@@ -64,8 +66,14 @@ pub struct NodeHealth {
 }
 
 impl NodeHealth {
+    /// When the node's last alert ages out, if it has not yet.
+    fn unhealthy_until(&self, state: &CycleState, node: &NodeView<'_>) -> Option<Millis> {
+        let until = node.summary().last_hardware_alert()?.saturating_add(self.window_ms);
+        (until >= state.now()).then_some(until)
+    }
+
     fn unhealthy(&self, state: &CycleState, node: &NodeView<'_>) -> bool {
-        node.summary().last_hardware_alert().is_some_and(|at| at.saturating_add(self.window_ms) >= state.now())
+        self.unhealthy_until(state, node).is_some()
     }
 }
 
@@ -88,8 +96,8 @@ impl Plugin for NodeHealth {
     }
 
     /// A new node, or an alert cleared (a node update). Alerts also age
-    /// out with time alone; the unschedulable queue's periodic flush
-    /// retries the pod then.
+    /// out with time alone: the filter's verdict says when, and the pod is
+    /// retried then.
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         node_events(&[EventAction::Add, EventAction::Update])
     }
@@ -130,8 +138,9 @@ impl PreScorePlugin for NodeHealth {
 
 impl FilterPlugin for NodeHealth {
     fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeView<'_>) -> Status {
-        if self.unhealthy(state, node) {
-            return Status::unschedulable(Cow::Owned(self.reason.clone()));
+        if let Some(until) = self.unhealthy_until(state, node) {
+            // Retried when the alert ages out, not at the 5-minute flush.
+            return Status::unschedulable(Cow::Owned(self.reason.clone())).with_retry_at(until.saturating_add(1));
         }
         Status::success()
     }
@@ -186,6 +195,8 @@ mod tests {
             let s = filter.as_filter().unwrap().filter(&state, &p, &info.view());
             if *unhealthy {
                 assert_eq!(s.code, Code::Unschedulable, "{name}");
+                let alert = parse_time(alert.unwrap()).unwrap();
+                assert_eq!(s.retry_at, Some(alert + 5 * 60_000 + 1), "{name}: retried as the alert ages out");
                 assert_eq!(s.message(), "node(s) had a hardware alert in the last 5m", "{name}");
             } else {
                 assert!(s.is_success(), "{name}: {s:?}");

@@ -469,7 +469,7 @@ impl FilterPlugin for NodeResourcesFit {
             return Status::success();
         }
         let code = if unresolvable { Code::UnschedulableAndUnresolvable } else { Code::Unschedulable };
-        Status { code, reasons, plugin: "" }
+        Status { code, reasons, plugin: "", retry_at: None }
     }
 }
 

@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use engine::explain::{Explanation, GangDecision, PreemptionRecord};
+use engine::spot_drain::DrainPlan;
 
 use crate::replay::Replay;
 use crate::simulate::Simulation;
@@ -69,8 +70,84 @@ pub fn to_json(sim: &Simulation, explain: Option<&Explanation>) -> Value {
     if !sim.warnings.is_empty() {
         out["warnings"] = json!(sim.warnings);
     }
+    let d = &sim.spot_drain;
+    if !d.draining.is_empty() || !d.untaint.is_empty() {
+        out["spotDrain"] = spot_drain_json(d);
+    }
     if let Some(e) = explain {
         out["explain"] = serde_json::to_value(e).unwrap_or(Value::Null);
+    }
+    out
+}
+
+fn rfc3339(ms: u64) -> String {
+    i64::try_from(ms)
+        .ok()
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+        .map_or_else(|| ms.to_string(), |t| t.to_string())
+}
+
+/// The spot rebalancer's plan at the simulation's `now`.
+fn spot_drain_json(d: &DrainPlan) -> Value {
+    let nodes: Vec<Value> = d
+        .draining
+        .iter()
+        .map(|n| json!({"node": n.node, "expiry": rfc3339(n.expiry), "tainted": n.tainted, "toEvict": n.to_evict}))
+        .collect();
+    let evict: Vec<Value> = d
+        .evict
+        .iter()
+        .map(|e| {
+            let pods: Vec<String> = e.pods.iter().map(|p| p.key()).collect();
+            json!({"pods": pods, "node": e.node, "gang": e.gang, "afterTaint": !e.ready})
+        })
+        .collect();
+    let kept: Vec<Value> =
+        d.kept.iter().map(|(p, why)| json!({"pod": p.key(), "node": p.node_name, "reason": why.to_string()})).collect();
+    json!({"nodes": nodes, "taint": d.taint, "untaint": d.untaint, "evict": evict, "kept": kept})
+}
+
+fn spot_drain_table(d: &DrainPlan) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "Spot draining ({} node(s) within the expiry window):
+",
+        d.draining.len()
+    ));
+    for n in &d.draining {
+        let taint = if n.tainted { "tainted" } else { "to taint first" };
+        out.push_str(&format!(
+            "  {} expires {} ({taint}), {} pod(s) to evict
+",
+            n.node,
+            rfc3339(n.expiry),
+            n.to_evict
+        ));
+    }
+    for e in &d.evict {
+        let pods: Vec<String> = e.pods.iter().map(|p| p.key()).collect();
+        let gang = e.gang.as_ref().map(|g| format!(" (gang {g}, whole)")).unwrap_or_default();
+        let when = if e.ready { "" } else { ", after the taint" };
+        out.push_str(&format!(
+            "  evict {}{gang} from {}{when}
+",
+            pods.join(", "),
+            e.node
+        ));
+    }
+    for (p, why) in &d.kept {
+        out.push_str(&format!(
+            "  keep {} on {}: {why}
+",
+            p.key(),
+            p.node_name.as_deref().unwrap_or("")
+        ));
+    }
+    for n in &d.untaint {
+        out.push_str(&format!(
+            "  untaint {n}: its expiry is no longer within the window
+"
+        ));
     }
     out
 }
@@ -166,6 +243,11 @@ pub fn to_table(sim: &Simulation) -> String {
         for p in &sim.preempted {
             out.push_str(&format!("  {} on {}, for {}\n", p.pod, p.node, p.by));
         }
+        out.push('\n');
+    }
+    let d = &sim.spot_drain;
+    if !d.draining.is_empty() || !d.untaint.is_empty() {
+        out.push_str(&spot_drain_table(d));
         out.push('\n');
     }
     if !unplaced.is_empty() {

@@ -120,6 +120,8 @@ pub struct Simulation {
     pub seed: u64,
     /// GPUs over the cluster.
     pub gpu: GpuOutcome,
+    /// What the spot rebalancer would do at `now` (`spotDrain`).
+    pub spot_drain: engine::spot_drain::DrainPlan,
 }
 
 /// What became of the cluster's GPUs.
@@ -619,6 +621,9 @@ fn simulate_in_pool(
 
     let nodes = usage(&sched);
     let gpu = gpu.finish(&sched, &nodes);
+    // What the spot rebalancer would do at --now, on the cluster as placed.
+    let start: Millis = u64::try_from(opts.now.as_millisecond()).unwrap_or(0);
+    let spot_drain = engine::spot_drain::plan(sched.cache(), &cfg.spot_drain, start);
     let mut placements: Vec<Placement> = order.iter().filter_map(|uid| placements.remove(uid)).collect();
     placements.sort_by_key(|p| p.decided.unwrap_or(usize::MAX));
     Ok(Simulation {
@@ -633,6 +638,7 @@ fn simulate_in_pool(
         now: opts.now,
         seed: opts.seed,
         gpu,
+        spot_drain,
     })
 }
 

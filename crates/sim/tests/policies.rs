@@ -152,6 +152,27 @@ fn recent_hardware_alerts_are_avoided_old_ones_are_not() {
 }
 
 #[test]
+fn a_pod_kept_off_by_an_alert_is_placed_when_the_alert_ages_out() {
+    // NodeHealth as a filter: the only node alerted 2 min before NOW keeps
+    // the pod pending; it is retried when the alert leaves the 5-minute
+    // window (at 12:03), not at the 5-minute flush of unschedulable pods.
+    let cfg = config::parse(
+        "apiVersion: gpu-scheduler.io/v1alpha1\nkind: GpuSchedulerConfiguration\nprofiles:\n\
+         - schedulerName: gpu-scheduler\n  pluginConfig:\n  - name: NodeHealth\n    args: {mode: Filter}\n",
+    )
+    .unwrap();
+    let yaml = [
+        node("only", "64", "256Gi", 0, "", "gpu-scheduler.io/last-hardware-alert: \"2026-01-01T11:58:00Z\""),
+        pod("job", "1", "1Gi", 0, "", ""),
+    ]
+    .concat();
+    let sim = run_with(&yaml, &cfg, None);
+    assert_eq!(node_of(&sim, "default/job"), Some("only"));
+    let p = sim.placements.iter().find(|p| p.pod == "default/job").unwrap();
+    assert_eq!(p.attempts, 2, "one refusal, then placed when the alert aged out");
+}
+
+#[test]
 fn maintenance_nodes_are_never_used() {
     let yaml = [
         node("maint", "64", "256Gi", 0, "maintenance-mode: \"true\"", ""),

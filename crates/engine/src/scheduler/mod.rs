@@ -25,6 +25,7 @@ use crate::framework::{Binder, ClusterEvent, Code, CycleState, EventAction, Even
 use crate::gang::{GangStatus, Gangs, PodGroup};
 use crate::model::{LabelSelector, Labels, Node, Pod, PodRef};
 use crate::profile::Profile;
+use crate::provided_facts::ProvidedFacts;
 use crate::queue::{QueuedPod, SchedulingQueue};
 use crate::starvation::{Holds, STARVATION_GUARD};
 use crate::time::Millis;
@@ -312,6 +313,14 @@ impl Scheduler {
     }
 
     // ------------------------------------------------------------ events
+
+    /// What outside sources (alert Events, Prometheus) now say of node
+    /// `name`; pods a changed fact may help are moved back to the queue.
+    pub fn on_node_provided_facts(&mut self, name: &str, facts: ProvidedFacts, now: Millis) {
+        if self.cache.set_provided_facts(name, facts) {
+            self.fire(ClusterEvent::new(EventResource::Node, EventAction::Update), now);
+        }
+    }
 
     pub fn on_node_upsert(&mut self, node: Node, now: Millis) {
         let actions: Vec<EventAction> = match self.cache.node(&node.name) {
@@ -725,6 +734,10 @@ impl Scheduler {
                     ScheduleError::Internal(_) => HashSet::new(),
                 };
                 let message = err.message();
+                let retry_at = match &err {
+                    ScheduleError::Unschedulable(fit) => fit.retry_at(),
+                    _ => None,
+                };
                 if let Some(node) = &decision.nominated_node {
                     self.nominate_in_flight(&mut qp, node);
                     if let Some(p) = &record.preemption {
@@ -735,7 +748,7 @@ impl Scheduler {
                 }
                 let pod = qp.pod.clone();
                 if unschedulable {
-                    self.queue.add_unschedulable(qp, plugins, now);
+                    self.queue.add_unschedulable_until(qp, plugins, retry_at, now);
                 } else {
                     self.queue.add_backoff(qp, now);
                 }
