@@ -118,6 +118,53 @@ impl PrometheusFact {
     }
 }
 
+/// A Prometheus HTTP API answer to an instant query (`/api/v1/query`) as a
+/// value per node: the samples' `node_label` names the node. Samples
+/// without the label or without a finite number are skipped; several
+/// series for one node give the highest (the hottest GPU). Anything but a
+/// successful instant vector is an error saying what came instead.
+pub fn parse_prometheus_answer(body: &str, node_label: &str) -> Result<BTreeMap<String, f64>, String> {
+    #[derive(Deserialize)]
+    struct Answer {
+        status: String,
+        #[serde(default)]
+        error: Option<String>,
+        #[serde(default)]
+        data: Option<Data>,
+    }
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Data {
+        result_type: String,
+        result: serde_json::Value,
+    }
+    #[derive(Deserialize)]
+    struct Sample {
+        metric: BTreeMap<String, String>,
+        value: (f64, String),
+    }
+    let answer: Answer = serde_json::from_str(body).map_err(|e| format!("not a Prometheus API answer: {e}"))?;
+    if answer.status != "success" {
+        return Err(format!("query failed: {}", answer.error.unwrap_or(answer.status)));
+    }
+    let data = answer.data.ok_or("the answer has no data")?;
+    if data.result_type != "vector" {
+        return Err(format!("the query gives a {}, not an instant vector", data.result_type));
+    }
+    let samples: Vec<Sample> =
+        serde_json::from_value(data.result).map_err(|e| format!("the answer's result is not a vector: {e}"))?;
+    let mut out = BTreeMap::new();
+    for s in samples {
+        let Some(node) = s.metric.get(node_label) else { continue };
+        let Ok(v) = s.value.1.trim().parse::<f64>() else { continue };
+        if v.is_finite() {
+            let e = out.entry(node.clone()).or_insert(v);
+            *e = f64::max(*e, v);
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,6 +222,29 @@ mod tests {
             edit(&mut f);
             let e = f.validate("p").unwrap_err();
             assert_eq!(e.path, field, "{e}");
+        }
+    }
+
+    #[test]
+    fn answers_table() {
+        let ok = r#"{"status":"success","data":{"resultType":"vector","result":[
+            {"metric":{"node":"a","gpu":"0"},"value":[1700000000.1,"71"]},
+            {"metric":{"node":"a","gpu":"1"},"value":[1700000000.1,"88.5"]},
+            {"metric":{"node":"b"},"value":[1700000000.1,"NaN"]},
+            {"metric":{"instance":"c:9400"},"value":[1700000000.1,"50"]},
+            {"metric":{"node":"d"},"value":[1700000000.1,"hot"]}]}}"#;
+        let got = parse_prometheus_answer(ok, "node").unwrap();
+        assert_eq!(got, [("a".to_string(), 88.5)].into(), "the hottest GPU; NaN, unlabelled and garbage skipped");
+        let errors = [
+            ("<html>", "not a Prometheus API answer"),
+            (r#"{"status":"error","errorType":"bad_data","error":"parse error at char 4"}"#, "parse error at char 4"),
+            (r#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#, "a matrix, not an instant vector"),
+            (r#"{"status":"success","data":{"resultType":"vector","result":{"x":1}}}"#, "not a vector"),
+            (r#"{"status":"success"}"#, "no data"),
+        ];
+        for (body, want) in errors {
+            let e = parse_prometheus_answer(body, "node").unwrap_err();
+            assert!(e.contains(want), "{body}: {e}");
         }
     }
 }

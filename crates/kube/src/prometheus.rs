@@ -9,57 +9,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use engine::provided_facts::PrometheusFact;
-use serde::Deserialize;
+use engine::provided_facts::{PrometheusFact, parse_prometheus_answer};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 use crate::watch::Change;
-
-/// What one query gave: a value per node. Samples without the node label
-/// or with a value that is not a finite number are skipped.
-pub fn parse_answer(body: &str, node_label: &str) -> Result<BTreeMap<String, f64>, String> {
-    #[derive(Deserialize)]
-    struct Answer {
-        status: String,
-        #[serde(default)]
-        error: Option<String>,
-        #[serde(default)]
-        data: Option<Data>,
-    }
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Data {
-        result_type: String,
-        result: serde_json::Value,
-    }
-    #[derive(Deserialize)]
-    struct Sample {
-        metric: BTreeMap<String, String>,
-        value: (f64, String),
-    }
-    let answer: Answer = serde_json::from_str(body).map_err(|e| format!("not a Prometheus API answer: {e}"))?;
-    if answer.status != "success" {
-        return Err(format!("query failed: {}", answer.error.unwrap_or(answer.status)));
-    }
-    let data = answer.data.ok_or("the answer has no data")?;
-    if data.result_type != "vector" {
-        return Err(format!("the query gives a {}, not an instant vector", data.result_type));
-    }
-    let samples: Vec<Sample> =
-        serde_json::from_value(data.result).map_err(|e| format!("the answer's result is not a vector: {e}"))?;
-    let mut out = BTreeMap::new();
-    for s in samples {
-        let Some(node) = s.metric.get(node_label) else { continue };
-        let Ok(v) = s.value.1.parse::<f64>() else { continue };
-        if v.is_finite() {
-            // Several series for one node: the highest counts (the hottest GPU).
-            let e = out.entry(node.clone()).or_insert(v);
-            *e = f64::max(*e, v);
-        }
-    }
-    Ok(out)
-}
 
 /// A fact's last good answer and when it came.
 #[derive(Debug, Default)]
@@ -92,7 +46,7 @@ fn query(agent: &ureq::Agent, fact: &PrometheusFact) -> Result<BTreeMap<String, 
         .limit(64 << 20)
         .read_to_string()
         .map_err(|e| format!("{url}: reading the answer: {e}"))?;
-    parse_answer(&body, &fact.node_label)
+    parse_prometheus_answer(&body, &fact.node_label)
 }
 
 /// Polls every configured fact until the receiver is gone; `up(name,
@@ -137,7 +91,6 @@ where
                         outage = true;
                     }
                 }
-                up(&fact.name, !outage);
                 let values = fresh.current(Instant::now(), fact.max_age);
                 if sent.as_ref() != Some(&values) {
                     let change = Change::NodeNumbers(fact.name.clone(), values.clone());
@@ -146,6 +99,8 @@ where
                     }
                     sent = Some(values);
                 }
+                // After the values: "up" means the scheduler has them.
+                up(&fact.name, !outage);
             }
         });
     }
@@ -154,29 +109,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn answers_table() {
-        let ok = r#"{"status":"success","data":{"resultType":"vector","result":[
-            {"metric":{"node":"a","gpu":"0"},"value":[1700000000.1,"71"]},
-            {"metric":{"node":"a","gpu":"1"},"value":[1700000000.1,"88.5"]},
-            {"metric":{"node":"b"},"value":[1700000000.1,"NaN"]},
-            {"metric":{"instance":"c:9400"},"value":[1700000000.1,"50"]},
-            {"metric":{"node":"d"},"value":[1700000000.1,"hot"]}]}}"#;
-        let got = parse_answer(ok, "node").unwrap();
-        assert_eq!(got, [("a".to_string(), 88.5)].into(), "the hottest GPU; NaN, unlabelled and garbage skipped");
-        let errors = [
-            ("<html>", "not a Prometheus API answer"),
-            (r#"{"status":"error","errorType":"bad_data","error":"parse error at char 4"}"#, "parse error at char 4"),
-            (r#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#, "a matrix, not an instant vector"),
-            (r#"{"status":"success","data":{"resultType":"vector","result":{"x":1}}}"#, "not a vector"),
-            (r#"{"status":"success"}"#, "no data"),
-        ];
-        for (body, want) in errors {
-            let e = parse_answer(body, "node").unwrap_err();
-            assert!(e.contains(want), "{body}: {e}");
-        }
-    }
 
     #[test]
     fn values_age_out() {

@@ -101,6 +101,12 @@ impl Cluster {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Runs kubectl; whether it succeeded (for calls that may race, as a
+    /// kubelet's do).
+    pub fn kubectl_output_ok(&self, args: &[&str]) -> bool {
+        self.kubectl_cmd(args).output().is_ok_and(|o| o.status.success())
+    }
+
     /// Runs kubectl with `input` on stdin (`kubectl create -f -`).
     pub fn kubectl_in(&self, args: &[&str], input: &str) -> String {
         let out = self.kubectl_output(args, input);
