@@ -29,6 +29,7 @@ fn expected_rules() -> Vec<Value> {
         json!({"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}),
         json!({"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"], "verbs": ["get", "list", "watch"]}),
         json!({"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups/status"], "verbs": ["patch", "update"]}),
+        json!({"apiGroups": ["gpu-scheduler.io"], "resources": ["queues"], "verbs": ["list", "watch"]}),
         json!({"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["list", "watch"]}),
         json!({"apiGroups": [""], "resources": ["persistentvolumeclaims", "persistentvolumes"], "verbs": ["list", "watch"]}),
         json!({"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "csinodes"], "verbs": ["list", "watch"]}),
@@ -426,5 +427,44 @@ fn the_podgroup_crd_is_one_file_in_both_forms_and_speaks_coscheduling() {
         .into_iter()
         .filter(|o| o["kind"] == "CustomResourceDefinition")
         .collect();
-    assert_eq!(crds, objects, "helm template --include-crds");
+    let podgroups: Vec<Value> =
+        crds.into_iter().filter(|c| c["metadata"]["name"] == "podgroups.scheduling.x-k8s.io").collect();
+    assert_eq!(podgroups, objects, "helm template --include-crds");
+}
+
+#[test]
+fn the_queue_crd_decodes_with_the_fields_the_scheduler_reads() {
+    let file = "deploy/crds/gpu-scheduler.io_queues.yaml";
+    let text = std::fs::read_to_string(repo().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let objects = docs(&text, file);
+    assert_eq!(objects.len(), 1, "{file}: one object");
+    let crd: CustomResourceDefinition = serde_json::from_value(objects[0].clone())
+        .unwrap_or_else(|e| panic!("{file}: not a CustomResourceDefinition: {e}"));
+    let back = serde_json::to_value(&crd).unwrap_or_else(|e| panic!("{file}: {e}"));
+    if let Some(path) = first_difference(&objects[0], &back, "") {
+        panic!("{file}: {path} is not part of a CustomResourceDefinition (lost in decoding)");
+    }
+    assert_eq!(crd.metadata.name.as_deref(), Some("queues.gpu-scheduler.io"));
+    assert!(crd.metadata.labels.is_none(), "{file}: labelled {:?}", crd.metadata.labels);
+    let spec = &crd.spec;
+    assert_eq!((spec.group.as_str(), spec.scope.as_str()), ("gpu-scheduler.io", "Cluster"));
+    assert_eq!((spec.names.kind.as_str(), spec.names.plural.as_str()), ("Queue", "queues"));
+    let [version] = spec.versions.as_slice() else { panic!("{file}: one version expected") };
+    assert_eq!(version.name, "v1alpha1");
+    let schema = serde_json::to_value(&version.schema).unwrap_or_default();
+    let spec_props = &schema["openAPIV3Schema"]["properties"]["spec"]["properties"];
+    for field in ["parent", "quota", "borrowingLimit", "lendingLimit", "weight", "reclaim"] {
+        assert!(spec_props.get(field).is_some(), "{file}: spec.{field} missing");
+    }
+    for field in ["quota", "borrowingLimit", "lendingLimit"] {
+        assert_eq!(spec_props[field]["additionalProperties"]["x-kubernetes-int-or-string"], true, "{file}: {field}");
+    }
+    // The engine's reader takes what the schema allows.
+    let example = serde_json::json!({
+        "apiVersion": "gpu-scheduler.io/v1alpha1", "kind": "Queue", "metadata": {"name": "team-a"},
+        "spec": {"parent": "root", "quota": {"nvidia.com/gpu": 8, "nvidia.com/gpu:a100": "4", "cpu": "64"},
+                 "borrowingLimit": {"nvidia.com/gpu": 4}, "lendingLimit": {"nvidia.com/gpu": 2}, "weight": 2, "reclaim": true}
+    });
+    let obj: engine::convert::QueueObject = serde_json::from_value(example).unwrap();
+    engine::convert::queue_from_object(&obj).unwrap();
 }

@@ -27,18 +27,85 @@ type Scenario = fn(&Cluster);
 fn workloads_on_a_live_cluster() {
     let c = Cluster::up("workloads");
     c.install_crds();
-    let scenarios: [(&str, Scenario); 5] = [
+    let scenarios: [(&str, Scenario); 6] = [
         ("a gang from a Job, all or nothing", gang_from_a_job),
         ("preemption", preemption),
         ("volumes", volumes),
         ("default spreading of a Deployment", default_spreading),
         ("GPUs through DRA", dra),
+        ("queues with quotas", queues),
     ];
     let failed: Vec<&str> = std::thread::scope(|scope| {
         let handles: Vec<_> = scenarios.iter().map(|(name, f)| (*name, scope.spawn(|| f(&c)))).collect();
         handles.into_iter().filter_map(|(name, h)| h.join().is_err().then_some(name)).collect()
     });
     assert!(failed.is_empty(), "failed scenarios: {failed:?} (their panics are printed above)");
+}
+
+/// Queues (the CRD of deploy/crds/) on live pods: team-a's namespace is
+/// in the queue by its label, takes its 8 GPUs and borrows team-b's 8,
+/// and a 17th GPU waits with the queue's reason; team-b's pod, within its
+/// quota but lent out, waits too; a pod leaving frees quota for the next.
+fn queues(c: &Cluster) {
+    for ns in ["qa", "qb"] {
+        c.kubectl(&["create", "namespace", ns]);
+    }
+    c.kubectl(&["label", "namespace", "qa", "gpu-scheduler.io/queue=team-a"]);
+    c.kubectl_in(&["create", "-f", "-"], &gpu_nodes("queues", "queues", 3));
+    let queue = |name: &str, parent: &str, gpus: u32| {
+        format!(
+            "apiVersion: gpu-scheduler.io/v1alpha1\nkind: Queue\nmetadata: {{name: {name}}}\nspec:\n  parent: {parent}\n  quota: {{nvidia.com/gpu: {gpus}}}\n---\n"
+        )
+    };
+    let root = "apiVersion: gpu-scheduler.io/v1alpha1\nkind: Queue\nmetadata: {name: gpu-pool}\nspec:\n  quota: {nvidia.com/gpu: 16}\n---\n";
+    c.kubectl_in(
+        &["create", "-f", "-"],
+        &[root.to_string(), queue("team-a", "gpu-pool", 8), queue("team-b", "gpu-pool", 8)].concat(),
+    );
+    // The API server validates against the CRD's schema.
+    let refused = c.kubectl_refused(
+        &["create", "-f", "-"],
+        "apiVersion: gpu-scheduler.io/v1alpha1\nkind: Queue\nmetadata: {name: bad}\nspec: {weight: 0}\n",
+    );
+    assert!(refused.contains("spec.weight"), "{refused}");
+
+    let config = c.file("queues-config.yaml", &config_yaml("gs-queues", "queues", 50, 100));
+    let mut sched = c.start_scheduler(&config, &c.dir.join("queues-scheduler.log"));
+    // 17 GPUs for team-a: its 8, team-b's 8, and one too many.
+    for (name, gpus) in [("a-big-1", 8), ("a-big-2", 8), ("a-one", 1)] {
+        c.kubectl_in(&["create", "-n", "qa", "-f", "-"], &pod_yaml(name, "gs-queues", &[], "cpu: 1", gpus));
+    }
+    wait_for(60, "team-a's 16 GPUs bound", || {
+        let p = c.placements("qa");
+        (p.iter().filter(|(n, node)| n.starts_with("a-big") && !node.is_empty()).count() == 2).then_some(())
+    });
+    let message = |ns: &str, pod: &str| -> Option<String> {
+        let p = c.get_json(&["pod", pod, "-n", ns]);
+        let cond = p["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == "PodScheduled")?.clone();
+        (cond["status"] == "False").then(|| s(&cond["message"]))
+    };
+    let waiting = wait_for(30, "a-one waits for quota", || message("qa", "a-one"));
+    assert!(
+        waiting.contains("queue team-a: 16/8 GPUs in use, cannot borrow: team-b lends 8, 8 borrowed already"),
+        "{waiting}"
+    );
+    // team-b, by the pod's own label: within its quota, but lent out.
+    c.kubectl_in(
+        &["create", "-n", "qb", "-f", "-"],
+        &pod_yaml("b-one", "gs-queues", &[("gpu-scheduler.io/queue", "team-b")], "cpu: 1", 1),
+    );
+    let waiting = wait_for(30, "b-one waits for its lent quota", || message("qb", "b-one"));
+    assert!(
+        waiting.contains("queue team-b: 0/8 GPUs in use, within its quota, but its siblings borrow it"),
+        "{waiting}"
+    );
+    // A borrowed pod goes: team-b's pod gets its quota back.
+    c.kubectl(&["delete", "pod", "a-big-2", "-n", "qa", "--grace-period=0", "--force"]);
+    wait_for(60, "b-one bound once quota was freed", || {
+        c.placements("qb").into_iter().find(|(p, n)| p == "b-one" && !n.is_empty())
+    });
+    let status = sched.terminate();
+    assert!(status.success(), "{}", sched.log_text());
 }
 
 fn gpu_nodes(prefix: &str, pool: &str, n: usize) -> String {

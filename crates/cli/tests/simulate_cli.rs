@@ -523,6 +523,25 @@ fn preemption_example_evicts_the_batch_pod_not_the_budgeted_one() {
 }
 
 #[test]
+fn queues_example_borrows_and_waits_with_the_queues_reasons() {
+    let v = simulate_json(&[], &["examples/queues.yaml"]);
+    let placed = |prefix: &str| {
+        placements(&v).iter().filter(|p| p["pod"].as_str().unwrap().starts_with(prefix) && !p["node"].is_null()).count()
+    };
+    assert_eq!((placed("research/sweep-"), placed("product/eval-")), (12, 4), "team-a borrows 4 of team-b's 8");
+    let reasons: Vec<&str> =
+        placements(&v).iter().filter(|p| p["node"].is_null()).map(|p| p["reason"].as_str().unwrap()).collect();
+    assert_eq!(reasons.len(), 2, "{v}");
+    assert!(
+        reasons[0].starts_with(
+            "0/2 nodes are available: queue team-b: 4/8 GPUs in use, within its quota, but its siblings borrow it."
+        ),
+        "{reasons:?}"
+    );
+    assert!(reasons[1].starts_with("0/2 nodes are available: queue team-c does not exist."), "{reasons:?}");
+}
+
+#[test]
 fn spot_drain_example_shows_what_the_rebalancer_would_do_at_now() {
     let at = |now: &str| {
         let out = run(&["simulate", "--output", "json", "--now", now, "examples/spot-drain.yaml"]);

@@ -20,6 +20,7 @@ use crate::facts::{Cloud, FactWarning, FactsConfig, NodeFacts, service_identity}
 use crate::model::{LABEL_REGION, LABEL_ZONE, Labels, Node, Pod, PodRef};
 pub use crate::node_info::{FactCounts, NodeInfo, NodeSummary, NodeView};
 use crate::provided_facts::ProvidedFacts;
+use crate::queues::{Queue, Queues};
 use crate::resources::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST};
 use crate::selectors::WorkloadSelectors;
 use crate::time::Millis;
@@ -50,6 +51,9 @@ pub enum CacheError {
 #[derive(Debug, Clone)]
 struct PodState {
     pod: PodRef,
+    /// The queue its use is counted in, and its node's GPU model then
+    /// (kept so that removing it takes back exactly what was counted).
+    queue: Option<(String, Option<Arc<str>>)>,
     assumed: bool,
     /// For an assumed pod whose binding succeeded: when the cache forgets
     /// it if the API has not shown it bound by then (kube-scheduler's
@@ -104,6 +108,9 @@ pub struct Cache {
     /// allocations.
     dra: Arc<DraObjects>,
     dra_generation: u64,
+    /// Queues (quotas) and what their pods use.
+    queues: Arc<Queues>,
+    queues_generation: u64,
     /// The pod shapes seen, for the GPU fragmentation measure.
     shapes: ShapeStats,
     shapes_generation: u64,
@@ -213,6 +220,34 @@ impl Cache {
             self.service_changes.remove(&old);
         }
         self.service_changes.insert(self.generation, service);
+    }
+
+    /// Counts `pod`'s use (+1 or -1) in its queue, on a node of the model given.
+    fn count_in_queue(&mut self, pod: &Pod, queue: Option<&(String, Option<Arc<str>>)>, sign: i64) {
+        let Some((queue, model)) = queue else { return };
+        self.queues_generation += 1;
+        Arc::make_mut(&mut self.queues).account(queue, &crate::queues::demand(pod), model.as_deref(), sign);
+    }
+
+    /// The queue `pod` is counted in: its label's, else its namespace's.
+    fn queue_for(&self, pod: &Pod) -> Option<String> {
+        crate::queues::queue_of(pod, &self.namespaces).map(str::to_string)
+    }
+
+    /// Queues, to read.
+    pub fn queues(&self) -> &Queues {
+        &self.queues
+    }
+
+    /// Adds or replaces a Queue.
+    pub fn upsert_queue(&mut self, q: Queue) {
+        self.queues_generation += 1;
+        Arc::make_mut(&mut self.queues).upsert(q);
+    }
+
+    pub fn remove_queue(&mut self, name: &str) {
+        self.queues_generation += 1;
+        Arc::make_mut(&mut self.queues).remove(name);
     }
 
     /// Counts `pod` (+1 or -1) for its gang, if it has one.
@@ -542,8 +577,39 @@ impl Cache {
 
     /// Sets a namespace's labels (for affinity namespace selectors).
     pub fn upsert_namespace(&mut self, name: &str, labels: Labels) {
+        let label = crate::queues::LABEL_QUEUE;
+        let old = self.namespaces.get(name).and_then(|l| l.get(label)).cloned();
+        let moved = old.as_ref() != labels.get(label);
         Arc::make_mut(&mut self.namespaces).insert(name.to_string(), labels);
         self.namespaces_generation += 1;
+        if moved {
+            self.requeue_namespace_pods(name);
+        }
+    }
+
+    /// The namespace's queue changed: its pods without a queue label of
+    /// their own move their use to the new queue.
+    fn requeue_namespace_pods(&mut self, namespace: &str) {
+        let uids: Vec<String> = self
+            .pods
+            .iter()
+            .filter(|(_, s)| s.pod.namespace == namespace && !s.pod.labels.contains_key(crate::queues::LABEL_QUEUE))
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        for uid in uids {
+            let Some(state) = self.pods.get(&uid) else { continue };
+            let (pod, old) = (state.pod.clone(), state.queue.clone());
+            let model = old.as_ref().map_or_else(
+                || pod.node_name.as_deref().and_then(|n| self.nodes.get(n)).and_then(|i| i.facts.gpu_model.clone()),
+                |(_, m)| m.clone(),
+            );
+            let new = self.queue_for(&pod).map(|q| (q, model));
+            self.count_in_queue(&pod, old.as_ref(), -1);
+            self.count_in_queue(&pod, new.as_ref(), 1);
+            if let Some(state) = self.pods.get_mut(&uid) {
+                state.queue = new;
+            }
+        }
     }
 
     /// Records a pod the scheduler decided on before the binding is
@@ -558,7 +624,9 @@ impl Cache {
         let facts = info.facts.clone();
         self.account(&pod, &facts, 1);
         self.count_member(&pod, 1);
-        self.pods.insert(pod.uid.clone(), PodState { pod, assumed: true, deadline: None });
+        let queue = self.queue_for(&pod).map(|q| (q, facts.gpu_model.clone()));
+        self.count_in_queue(&pod, queue.as_ref(), 1);
+        self.pods.insert(pod.uid.clone(), PodState { pod, queue, assumed: true, deadline: None });
         Ok(())
     }
 
@@ -645,7 +713,9 @@ impl Cache {
         let facts = info.facts.clone();
         self.account(&pod, &facts, 1);
         self.count_member(&pod, 1);
-        self.pods.insert(pod.uid.clone(), PodState { pod, assumed: false, deadline: None });
+        let queue = self.queue_for(&pod).map(|q| (q, facts.gpu_model.clone()));
+        self.count_in_queue(&pod, queue.as_ref(), 1);
+        self.pods.insert(pod.uid.clone(), PodState { pod, queue, assumed: false, deadline: None });
         Ok(())
     }
 
@@ -669,6 +739,7 @@ impl Cache {
         };
         self.account(&state.pod, &facts, -1);
         self.count_member(&state.pod, -1);
+        self.count_in_queue(&state.pod, state.queue.as_ref(), -1);
         if drop_placeholder && let Some(info) = self.nodes.remove(node) {
             self.changes.remove(&info.generation);
         }
@@ -737,6 +808,10 @@ impl Cache {
         if snap.dra_generation != self.dra_generation {
             snap.dra = self.dra.clone();
             snap.dra_generation = self.dra_generation;
+        }
+        if snap.queues_generation != self.queues_generation {
+            snap.queues = self.queues.clone();
+            snap.queues_generation = self.queues_generation;
         }
     }
 
@@ -853,6 +928,8 @@ pub struct Snapshot {
     volumes_generation: u64,
     workloads_generation: u64,
     dra_generation: u64,
+    queues: Arc<Queues>,
+    queues_generation: u64,
     /// The typical GPU pod shapes (from the cache's `ShapeStats`).
     gpu_shapes: Arc<TypicalShapes>,
     /// The cache's shapes generation copied; None before the first update.
@@ -931,6 +1008,16 @@ impl Snapshot {
     /// The same, shared, for plugin state that outlives the borrow.
     pub fn dra(&self) -> &Arc<DraObjects> {
         &self.dra
+    }
+
+    /// Queues (quotas) and what their pods use.
+    pub fn queues(&self) -> &Arc<Queues> {
+        &self.queues
+    }
+
+    /// Every namespace's labels.
+    pub fn namespaces(&self) -> &HashMap<String, Labels> {
+        &self.namespaces
     }
 
     pub fn volumes_arc(&self) -> &Arc<VolumeObjects> {
@@ -1272,6 +1359,28 @@ mod service_tests {
         let s = snap.view(0).summary().to_owned();
         assert_eq!((s.temperature_celsius(), s.last_hardware_alert()), (Some(40.0), None));
         assert_eq!(snap.fact_counts().hardware_alert, 0);
+    }
+
+    #[test]
+    fn queue_use_follows_pods_and_their_namespaces_label() {
+        use crate::devices::GpuRequest;
+        use crate::facts::GPU_RESOURCE;
+        use crate::queues::LABEL_QUEUE;
+        let mut cache = Cache::new();
+        cache.upsert_node(node("a").label(crate::facts::LABEL_GPU_MODEL, "a100").resource(GPU_RESOURCE, 8).build());
+        let gpu = |uid: &str, ns: &str| pod(uid).namespace(ns).node("a").with(|p| p.gpu = GpuRequest::whole(2));
+        let used = |c: &Cache, q: &str| c.queues().usage(q, GPU_RESOURCE);
+        cache.upsert_namespace("ml", [(LABEL_QUEUE.to_string(), "team-a".to_string())].into());
+        cache.assume_pod(Arc::new(gpu("p1", "ml").build())).unwrap();
+        cache.add_pod(Arc::new(gpu("p2", "ml").label(LABEL_QUEUE, "team-b").build())).unwrap();
+        assert_eq!((used(&cache, "team-a"), used(&cache, "team-b")), (2000, 2000), "the pod's own label wins");
+        assert_eq!(cache.queues().usage("team-a", &crate::queues::model_key("a100")), 2000);
+        // The namespace moves to another queue: so do its unlabelled pods.
+        cache.upsert_namespace("ml", [(LABEL_QUEUE.to_string(), "team-c".to_string())].into());
+        assert_eq!((used(&cache, "team-a"), used(&cache, "team-c"), used(&cache, "team-b")), (0, 2000, 2000));
+        cache.forget_pod("p1").unwrap();
+        cache.remove_pod("p2").unwrap();
+        assert_eq!((used(&cache, "team-c"), used(&cache, "team-b")), (0, 0));
     }
 
     #[test]

@@ -285,6 +285,8 @@ pub enum EventResource {
     ResourceClaim,
     ResourceSlice,
     DeviceClass,
+    /// A Queue (quotas) changed.
+    Queue,
 }
 
 /// What happened to the object.

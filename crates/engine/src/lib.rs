@@ -24,6 +24,7 @@ pub mod profile;
 pub mod provided_facts;
 pub mod quantity;
 pub mod queue;
+pub mod queues;
 pub mod registry;
 pub mod resources;
 pub mod scheduler;

@@ -2,14 +2,12 @@
 //! (k8s-openapi has no type for them), whether the API server serves them,
 //! and the status patch the scheduler writes.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use engine::convert::{PodGroupObject, PodGroupSpec, pod_group_from_object};
 use engine::gang::{API_GROUP, GangStatus, KIND, PodGroup};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::Resource;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -38,34 +36,7 @@ pub struct LiveSpec {
     pub schedule_timeout_seconds: Option<i32>,
 }
 
-impl Resource for PodGroupResource {
-    type DynamicType = ();
-    type Scope = NamespaceResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(KIND)
-    }
-
-    fn group(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(API_GROUP)
-    }
-
-    fn version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(VERSION)
-    }
-
-    fn plural(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(PLURAL)
-    }
-
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+crd_resource!(PodGroupResource, NamespaceResourceScope, kind: KIND, group: API_GROUP, version: VERSION, plural: PLURAL);
 
 impl PodGroupResource {
     /// The engine's PodGroup; errors name the field.
@@ -111,6 +82,7 @@ pub fn status_patch(status: &GangStatus) -> serde_json::Value {
 mod tests {
     use super::*;
     use engine::gang::GangPhase;
+    use kube::Resource;
 
     #[test]
     fn live_objects_convert_leniently_and_the_status_patch_is_a_merge() {

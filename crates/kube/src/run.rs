@@ -128,7 +128,8 @@ pub async fn run(
         );
     }
     let dra = watch::dra_served(&clients.main).await;
-    let sources = watch::spawn_all(&clients.main, &names, keep, (podgroups, dra), tx.clone());
+    let queues = crate::queue::served(&clients.main).await;
+    let sources = watch::spawn_all(&clients.main, &names, keep, (podgroups, dra, queues), tx.clone());
     // Node facts from outside the Node objects, off the scheduling path.
     let facts = scheduler.cache().facts_config().clone();
     let m = options.metrics.clone();
@@ -404,6 +405,8 @@ impl Driver {
                 self.sched.on_pod_group_delete(ns, name);
                 self.gang_phases.remove(&key);
             }
+            Change::Queue(q) => self.sched.on_queue_upsert(*q, now),
+            Change::QueueDeleted(name) => self.sched.on_queue_delete(&name, now),
             Change::Pdb(b) => self.sched.on_pdb_upsert(*b),
             Change::Claim(c) => self.sched.on_claim_upsert(*c, now),
             Change::ClaimDeleted(key) => {

@@ -58,6 +58,15 @@ pub async fn write(client: &Client, out: &mut impl std::io::Write) -> Result<Sna
             doc(out, &v)?;
         }
     }
+    if crate::queue::served(client).await {
+        for mut q in list::<crate::queue::QueueResource>(client, None).await? {
+            strip(&mut q);
+            let mut v = serde_json::to_value(&q).map_err(|e| KubeError::Api(format!("writing YAML: {e}")))?;
+            v["apiVersion"] = serde_json::json!(engine::queues::API_VERSION);
+            v["kind"] = serde_json::json!(engine::queues::KIND);
+            doc(out, &v)?;
+        }
+    }
     if crate::watch::dra_served(client).await {
         for mut o in list::<ResourceSlice>(client, None).await? {
             strip(&mut o);

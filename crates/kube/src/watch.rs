@@ -1,8 +1,8 @@
 //! Watches: Nodes, Namespaces, pending Pods of our schedulerNames, bound
 //! Pods, PodDisruptionBudgets, the volume objects (claims, volumes, storage
 //! classes, CSINodes), the DRA objects (ResourceSlices, DeviceClasses,
-//! ResourceClaims, when `resource.k8s.io/v1` is served) and (when the CRD
-//! is served) PodGroups, each a kube-rs watcher whose objects are converted to the
+//! ResourceClaims, when `resource.k8s.io/v1` is served) and (when their
+//! CRDs are served) PodGroups and Queues, each a kube-rs watcher whose objects are converted to the
 //! engine's model as they arrive (the API objects are not kept, which
 //! keeps memory to what scheduling reads) and sent to the scheduling
 //! thread as [`Change`]s, the one path into the cache.
@@ -47,6 +47,8 @@ pub enum Change {
     PodGroup(Box<engine::gang::PodGroup>),
     /// `NAMESPACE/NAME` of a deleted PodGroup.
     PodGroupDeleted(String),
+    Queue(Box<engine::queues::Queue>),
+    QueueDeleted(String),
     Pdb(Box<engine::disruption::Pdb>),
     /// `NAMESPACE/NAME` of a deleted PodDisruptionBudget.
     PdbDeleted(String),
@@ -86,6 +88,7 @@ pub enum Source {
     PendingPods,
     BoundPods,
     PodGroups,
+    Queues,
     Pdbs,
     Claims,
     Volumes,
@@ -126,12 +129,13 @@ const NOT_FINISHED: &str = "status.phase!=Succeeded,status.phase!=Failed";
 /// sent them); without extenders neither does, to save memory.
 /// `podgroups` says whether the PodGroup CRD is served (see
 /// [`crate::podgroup::served`]); `dra` whether `resource.k8s.io/v1` is
-/// (see [`dra_served`]).
+/// (see [`dra_served`]); `queues` whether the Queue CRD is
+/// ([`crate::queue::served`]).
 pub fn spawn_all<T>(
     client: &Client,
     scheduler_names: &[String],
     keep: (bool, bool),
-    (podgroups, dra): (bool, bool),
+    (podgroups, dra, queues): (bool, bool, bool),
     tx: mpsc::Sender<T>,
 ) -> Vec<Source>
 where
@@ -237,6 +241,18 @@ where
         });
         sources.push(Source::PodGroups);
     }
+    if queues {
+        let api = Api::<crate::queue::QueueResource>::all(client.clone());
+        spawn(api, config(), Source::Queues, tx.clone(), |q| match q.convert() {
+            Ok(queue) => Some(Change::Queue(Box::new(queue))),
+            Err(e) => {
+                // Its pods wait as pods of an unknown queue would.
+                warn!(queue = %q.name_any(), "ignoring Queue: {e}");
+                None
+            }
+        });
+        sources.push(Source::Queues);
+    }
     if dra {
         spawn(Api::<ResourceSlice>::all(client.clone()), config(), Source::ResourceSlices, tx.clone(), |s| {
             lenient("ResourceSlice", convert::slice_from_k8s(s), s).map(|s| Change::Slice(Box::new(s)))
@@ -310,6 +326,7 @@ fn key_of<K: Resource>(source: Source, obj: &K) -> String {
         | Source::StorageClasses
         | Source::CsiNodes
         | Source::ResourceSlices
+        | Source::Queues
         | Source::DeviceClasses => meta.name.clone().unwrap_or_default(),
         Source::PodGroups
         | Source::ResourceClaims
@@ -330,6 +347,7 @@ fn gone(source: Source, key: String) -> Option<Change> {
         Source::PendingPods => Some(Change::PendingPodGone(key)),
         Source::BoundPods => Some(Change::BoundPodGone(key)),
         Source::PodGroups => Some(Change::PodGroupDeleted(key)),
+        Source::Queues => Some(Change::QueueDeleted(key)),
         Source::Pdbs => Some(Change::PdbDeleted(key)),
         Source::Claims => Some(Change::ClaimDeleted(key)),
         Source::Volumes => Some(Change::VolumeDeleted(key)),

@@ -33,6 +33,7 @@ pub mod node_unschedulable;
 pub mod node_volume_limits;
 pub mod pod_topology_spread;
 pub mod priority_sort;
+pub mod queue_quota;
 pub mod reservation_buffer;
 pub mod resource_allocation;
 pub mod resource_headroom;
@@ -68,6 +69,7 @@ pub fn registry() -> Registry {
     r.register(default_preemption::NAME, default_preemption::new);
     r.register(default_binder::NAME, default_binder::new);
     r.register(maintenance::NAME, maintenance::new);
+    r.register(queue_quota::NAME, queue_quota::new);
     r.register(node_pool::NAME, node_pool::new);
     r.register(spot_expiry::NAME, spot_expiry::new);
     r.register(temperature::NAME, temperature::new);
@@ -103,6 +105,7 @@ pub fn default_plugins() -> Vec<DefaultPlugin> {
         p(node_name::NAME, 1.0),
         p(maintenance::NAME, 1.0),
         p(node_pool::NAME, 1.0),
+        p(queue_quota::NAME, 1.0),
         p(spot_expiry::NAME, 1.0),
         p(temperature::NAME, 0.2),
         p(node_health::NAME, 1.0),
@@ -205,6 +208,7 @@ mod tests {
                 "NodeName",
                 "Maintenance",
                 "NodePool",
+                "QueueQuota",
                 "SpotExpiry",
                 "Temperature",
                 "TaintToleration",

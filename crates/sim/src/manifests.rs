@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use engine::convert::PodGroupObject;
+use engine::convert::{PodGroupObject, QueueObject};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service};
@@ -53,6 +53,7 @@ pub enum Object {
     StatefulSet(Box<StatefulSet>),
     Job(Box<Job>),
     PodGroup(Box<PodGroupObject>),
+    Queue(Box<QueueObject>),
     PodDisruptionBudget(Box<PodDisruptionBudget>),
     PersistentVolumeClaim(Box<PersistentVolumeClaim>),
     PersistentVolume(Box<PersistentVolume>),
@@ -137,6 +138,9 @@ impl Manifests {
             ("batch/v1", "Job") => Object::Job(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?)),
             (engine::gang::API_VERSION, engine::gang::KIND) => {
                 Object::PodGroup(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
+            }
+            (engine::queues::API_VERSION, engine::queues::KIND) => {
+                Object::Queue(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
             }
             ("policy/v1", "PodDisruptionBudget") => {
                 Object::PodDisruptionBudget(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))

@@ -273,6 +273,7 @@ fn simulate_in_pool(
     let mut global_default: Option<i32> = None;
     let mut pods: Vec<InputPod> = Vec::new();
     let mut node_names: HashSet<String> = HashSet::new();
+    let mut queue_names: HashSet<String> = HashSet::new();
     let mut group_names: HashSet<String> = HashSet::new();
     let mut namespaces: HashSet<String> = HashSet::new();
     let mut claim_templates: HashMap<String, engine::dra::ClaimTemplate> = HashMap::new();
@@ -348,6 +349,19 @@ fn simulate_in_pool(
                     ));
                 }
                 sched.on_pod_group_upsert(group, now);
+            }
+            Object::Queue(q) => {
+                let queue = convert::queue_from_object(q).map_err(|e| {
+                    field_err(format!("Queue {}", q.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
+                })?;
+                if !queue_names.insert(queue.name.clone()) {
+                    return Err(field_err(
+                        format!("Queue {}", queue.name),
+                        "metadata.name".into(),
+                        "duplicate Queue".into(),
+                    ));
+                }
+                sched.on_queue_upsert(queue, now);
             }
             Object::PersistentVolumeClaim(c) => {
                 let claim = convert::claim_from_k8s(c).map_err(|e| {

@@ -224,11 +224,13 @@ impl Cluster {
     }
 
     /// Installs the CRDs of deploy/crds/ and waits until the API server
-    /// serves PodGroups.
+    /// serves PodGroups and Queues.
     pub fn install_crds(&self) {
         let crds = repo().join("deploy/crds");
         self.kubectl(&["apply", "--server-side", "-f", crds.to_str().unwrap_or_default()]);
-        self.kubectl(&["wait", "--for=condition=Established", "crd/podgroups.scheduling.x-k8s.io", "--timeout=60s"]);
+        for crd in ["crd/podgroups.scheduling.x-k8s.io", "crd/queues.gpu-scheduler.io"] {
+            self.kubectl(&["wait", "--for=condition=Established", crd, "--timeout=60s"]);
+        }
     }
 
     /// Writes a file in the cluster's directory and returns its path.

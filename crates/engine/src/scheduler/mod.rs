@@ -27,6 +27,7 @@ use crate::model::{LabelSelector, Labels, Node, Pod, PodRef};
 use crate::profile::Profile;
 use crate::provided_facts::ProvidedFacts;
 use crate::queue::{QueuedPod, SchedulingQueue};
+use crate::queues::Queue;
 use crate::starvation::{Holds, STARVATION_GUARD};
 use crate::time::Millis;
 use crate::volumes::{Claim, CsiNode, PodVolumeBindings, StorageClass, Volume};
@@ -662,6 +663,17 @@ impl Scheduler {
     pub fn on_device_class_delete(&mut self, name: &str, now: Millis) {
         self.cache.remove_device_class(name);
         self.fire(ClusterEvent::new(EventResource::DeviceClass, EventAction::Delete), now);
+    }
+
+    /// A Queue (quotas) was added or changed.
+    pub fn on_queue_upsert(&mut self, queue: Queue, now: Millis) {
+        self.cache.upsert_queue(queue);
+        self.fire(ClusterEvent::any(EventResource::Queue), now);
+    }
+
+    pub fn on_queue_delete(&mut self, name: &str, now: Millis) {
+        self.cache.remove_queue(name);
+        self.fire(ClusterEvent::new(EventResource::Queue, EventAction::Delete), now);
     }
 
     /// A pending pod is gone from the pending pods' view: deleted, or bound

@@ -1,0 +1,385 @@
+//! Queues with quotas, the first level of two-level scheduling (Kueue's
+//! ClusterQueue and cohort, in one cluster-scoped CRD `gpu-scheduler.io/
+//! v1alpha1` `Queue`): a pod joins the queue named by its label
+//! `gpu-scheduler.io/queue`, else by its namespace's label of that name.
+//! Before any node is looked at, the pod's requests must fit its queue's
+//! quota, or be borrowed from the unused quota of the queue's siblings
+//! (the children of the same parent), within the borrower's
+//! `borrowingLimit` and each lender's `lendingLimit`; and every ancestor's
+//! quota too. A quota per GPU model (`nvidia.com/gpu:a100`) is checked per
+//! node, as the model depends on the node.
+//!
+//! Amounts are the engine's units: cpu in thousandths, memory in bytes,
+//! `nvidia.com/gpu` in thousandths of a GPU (a share counts its part),
+//! other resources as counts. A queue limits only the resources its quota
+//! names.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::devices::GpuKind;
+use crate::facts::GPU_RESOURCE;
+use crate::model::{Labels, Pod};
+
+/// The Queue CRD's group/version and kind.
+pub const API_VERSION: &str = "gpu-scheduler.io/v1alpha1";
+pub const KIND: &str = "Queue";
+
+/// The pod (or namespace) label naming a pod's queue.
+pub const LABEL_QUEUE: &str = "gpu-scheduler.io/queue";
+
+/// How deep a hierarchy is followed (a longer chain, or a cycle, is an
+/// error of the queues' configuration).
+const MAX_DEPTH: usize = 16;
+
+/// A Queue, converted (`convert::queue_from_object`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Queue {
+    pub name: String,
+    pub parent: Option<String>,
+    /// Nominal quota by resource key (`cpu`, `memory`, `nvidia.com/gpu`,
+    /// `nvidia.com/gpu:MODEL`, any extended resource).
+    pub quota: BTreeMap<String, i64>,
+    /// How much beyond its quota it may borrow; absent: no limit.
+    pub borrowing_limit: BTreeMap<String, i64>,
+    /// How much of its unused quota siblings may borrow; absent: all.
+    pub lending_limit: BTreeMap<String, i64>,
+    /// Fair-share weight among siblings.
+    pub weight: f64,
+    /// Whether it may take back lent quota by preempting borrowers.
+    pub reclaim: bool,
+}
+
+/// The queue key of a GPU model's quota.
+pub fn model_key(model: &str) -> String {
+    format!("{GPU_RESOURCE}:{model}")
+}
+
+/// A resource key for people: GPUs in GPUs (`nvidia.com/gpu` counts
+/// thousandths), cpu in cores, memory in GiB.
+pub fn show(key: &str, amount: i64) -> String {
+    let base = key.split(':').next().unwrap_or(key);
+    match base {
+        GPU_RESOURCE => trim(amount as f64 / 1000.0),
+        "cpu" => trim(amount as f64 / 1000.0),
+        "memory" => format!("{}Gi", trim(amount as f64 / f64::from(1u32 << 30))),
+        _ => amount.to_string(),
+    }
+}
+
+fn trim(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The name a resource key goes by in messages (`GPUs`, `cpu`, ...).
+fn noun(key: &str) -> String {
+    match key.split_once(':') {
+        None if key == GPU_RESOURCE => "GPUs".into(),
+        Some((GPU_RESOURCE, model)) => format!("{model} GPUs"),
+        _ => key.to_string(),
+    }
+}
+
+/// The queue `pod` belongs to: its label, else its namespace's.
+pub fn queue_of<'a>(pod: &'a Pod, namespaces: &'a HashMap<String, Labels>) -> Option<&'a str> {
+    pod.labels
+        .get(LABEL_QUEUE)
+        .or_else(|| namespaces.get(&pod.namespace).and_then(|l| l.get(LABEL_QUEUE)))
+        .map(String::as_str)
+        .filter(|q| !q.is_empty())
+}
+
+/// What a pod takes of its queue, wherever it runs: cpu, memory, GPU
+/// thousandths and other requested resources (the model's key is added
+/// per node, [`model_key`]).
+pub fn demand(pod: &Pod) -> Vec<(String, i64)> {
+    let r = &pod.requests;
+    let mut out = vec![("cpu".to_string(), r.milli_cpu), ("memory".to_string(), r.memory)];
+    for (name, v) in r.scalars() {
+        if &**name != GPU_RESOURCE {
+            out.push((name.to_string(), *v));
+        }
+    }
+    let gpu = match pod.gpu.kind {
+        GpuKind::Whole { .. } | GpuKind::Share { .. } => i64::try_from(pod.gpu.total_milli()).unwrap_or(i64::MAX),
+        _ => 0,
+    };
+    if gpu > 0 {
+        out.push((GPU_RESOURCE.to_string(), gpu));
+    }
+    out.retain(|(_, v)| *v > 0);
+    out
+}
+
+/// The queues and what their pods use.
+#[derive(Debug, Clone, Default)]
+pub struct Queues {
+    specs: BTreeMap<String, Queue>,
+    /// Each queue's own pods' use (not its descendants'), by key.
+    usage: HashMap<String, BTreeMap<String, i64>>,
+    /// Bound or assumed pods per queue.
+    pods: HashMap<String, usize>,
+}
+
+impl Queues {
+    pub fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Queue> {
+        self.specs.get(name)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.specs.keys().map(String::as_str)
+    }
+
+    pub fn upsert(&mut self, q: Queue) {
+        self.specs.insert(q.name.clone(), q);
+    }
+
+    pub fn remove(&mut self, name: &str) {
+        self.specs.remove(name);
+    }
+
+    /// Adds (`sign` 1) or removes (-1) a pod's use: `demand` plus, on a
+    /// node of a known GPU model, the model's key.
+    pub fn account(&mut self, queue: &str, demand: &[(String, i64)], model: Option<&str>, sign: i64) {
+        let usage = self.usage.entry(queue.to_string()).or_default();
+        for (k, v) in demand {
+            *usage.entry(k.clone()).or_default() += sign * v;
+            if k == GPU_RESOURCE
+                && let Some(m) = model
+            {
+                *usage.entry(model_key(m)).or_default() += sign * v;
+            }
+        }
+        usage.retain(|_, v| *v != 0);
+        let n = self.pods.entry(queue.to_string()).or_default();
+        *n = n.saturating_add_signed(sign as isize);
+        if *n == 0 {
+            self.pods.remove(queue);
+            self.usage.remove(queue);
+        }
+    }
+
+    /// What a queue's own pods use of `key`.
+    pub fn own_usage(&self, queue: &str, key: &str) -> i64 {
+        self.usage.get(queue).and_then(|u| u.get(key)).copied().unwrap_or(0)
+    }
+
+    fn children(&self, parent: &str) -> impl Iterator<Item = &Queue> {
+        self.specs.values().filter(move |q| q.parent.as_deref() == Some(parent))
+    }
+
+    /// What a queue and its descendants use of `key`.
+    pub fn usage(&self, queue: &str, key: &str) -> i64 {
+        self.subtree_usage(queue, key, 0)
+    }
+
+    fn subtree_usage(&self, queue: &str, key: &str, depth: usize) -> i64 {
+        if depth > MAX_DEPTH {
+            return 0;
+        }
+        let own = self.own_usage(queue, key);
+        own + self.children(queue).map(|c| self.subtree_usage(&c.name, key, depth + 1)).sum::<i64>()
+    }
+
+    /// The chain from `queue` up to its root; an error when a queue is
+    /// missing or the chain loops.
+    fn chain<'a>(&'a self, queue: &str) -> Result<Vec<&'a Queue>, String> {
+        let mut out: Vec<&Queue> = Vec::new();
+        let mut name = queue.to_string();
+        loop {
+            let Some(q) = self.specs.get(&name) else {
+                return Err(match out.last() {
+                    None => format!("queue {name} does not exist"),
+                    Some(child) => format!("queue {}: its parent {name} does not exist", child.name),
+                });
+            };
+            if out.len() >= MAX_DEPTH || out.iter().any(|o| o.name == q.name) {
+                return Err(format!("queue {queue}: its parents form a cycle or a chain deeper than {MAX_DEPTH}"));
+            }
+            out.push(q);
+            match &q.parent {
+                Some(p) => name = p.clone(),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    /// Whether `demand` more fits queue `queue` (and its ancestors), for
+    /// the keys `demand` names; the error says which queue is full and why
+    /// it cannot borrow.
+    pub fn admit(&self, queue: &str, demand: &[(String, i64)]) -> Result<(), String> {
+        for q in self.chain(queue)? {
+            for (key, n) in demand {
+                self.admit_at(q, key, *n)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn admit_at(&self, q: &Queue, key: &str, n: i64) -> Result<(), String> {
+        let Some(&quota) = q.quota.get(key) else { return Ok(()) };
+        let used = self.usage(&q.name, key);
+        let over = used + n - quota;
+        let what = || format!("queue {}: {}/{} {} in use", q.name, show(key, used), show(key, quota), noun(key));
+        let Some(parent) = q.parent.as_deref() else {
+            return if over > 0 { Err(format!("{}, and it has no parent to borrow from", what())) } else { Ok(()) };
+        };
+        if let Some(&limit) = q.borrowing_limit.get(key)
+            && over > limit
+        {
+            return Err(format!("{}, its borrowing limit is {}", what(), show(key, limit)));
+        }
+        // The siblings' unused quota that they lend, against what is
+        // borrowed from it: by the others, and by this queue after `n`.
+        let (mut lent_out, mut lendable) = (over.max(0), 0);
+        let mut lenders = Vec::new();
+        for s in self.children(parent).filter(|s| s.name != q.name) {
+            let s_quota = s.quota.get(key).copied().unwrap_or(0);
+            let s_used = self.usage(&s.name, key);
+            let lends = (s_quota - s_used).max(0).min(s.lending_limit.get(key).copied().unwrap_or(i64::MAX));
+            lendable += lends;
+            lent_out += (s_used - s_quota).max(0);
+            lenders.push(format!("{} lends {}", s.name, show(key, lends)));
+        }
+        // This queue's own unused quota (after n) is lent out too.
+        let own_lends = (quota - used - n).max(0).min(q.lending_limit.get(key).copied().unwrap_or(i64::MAX));
+        if lent_out <= lendable + own_lends {
+            return Ok(());
+        }
+        if over <= 0 {
+            // Within its quota, but siblings borrowed what it lent.
+            return Err(format!("{}, within its quota, but its siblings borrow it", what()));
+        }
+        let mut lenders = if lenders.is_empty() { "no sibling queue".to_string() } else { lenders.join(", ") };
+        // What is borrowed already, by this queue and the others.
+        let already = lent_out - over.max(0) + (used - quota).max(0);
+        if already > 0 {
+            lenders.push_str(&format!(", {} borrowed already", show(key, already)));
+        }
+        Err(format!("{}, cannot borrow: {lenders}", what()))
+    }
+
+    /// Whether any queue in `queue`'s chain has a quota for `key`.
+    pub fn limits(&self, queue: &str, key: &str) -> bool {
+        self.chain(queue).is_ok_and(|c| c.iter().any(|q| q.quota.contains_key(key)))
+    }
+
+    /// Bound or assumed pods of `queue` itself.
+    pub fn pod_count(&self, queue: &str) -> usize {
+        self.pods.get(queue).copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GPU: &str = GPU_RESOURCE;
+
+    fn q(name: &str, parent: Option<&str>, gpus: Option<i64>) -> Queue {
+        Queue {
+            name: name.into(),
+            parent: parent.map(str::to_string),
+            quota: gpus.map(|g| (GPU.to_string(), g * 1000)).into_iter().collect(),
+            borrowing_limit: BTreeMap::new(),
+            lending_limit: BTreeMap::new(),
+            weight: 1.0,
+            reclaim: true,
+        }
+    }
+
+    fn gpus(n: i64) -> Vec<(String, i64)> {
+        vec![(GPU.to_string(), n * 1000)]
+    }
+
+    /// Two teams of 8 GPUs under a root of 16.
+    fn teams() -> Queues {
+        let mut qs = Queues::default();
+        qs.upsert(q("root", None, Some(16)));
+        qs.upsert(q("team-a", Some("root"), Some(8)));
+        qs.upsert(q("team-b", Some("root"), Some(8)));
+        qs
+    }
+
+    #[test]
+    fn admission_table() {
+        // (what team-a and team-b use, the queue asking, GPUs asked, error or none)
+        let cases: &[(i64, i64, &str, i64, Option<&str>)] = &[
+            (0, 0, "team-a", 8, None),
+            (0, 0, "team-a", 16, None),
+            (8, 0, "team-a", 8, None),
+            (
+                16,
+                0,
+                "team-a",
+                1,
+                Some("queue team-a: 16/8 GPUs in use, cannot borrow: team-b lends 8, 8 borrowed already"),
+            ),
+            (8, 4, "team-a", 5, Some("queue team-a: 8/8 GPUs in use, cannot borrow: team-b lends 4")),
+            (8, 4, "team-a", 4, None),
+            (16, 0, "team-b", 1, Some("queue team-b: 0/8 GPUs in use, within its quota, but its siblings borrow it")),
+            (4, 4, "team-b", 8, None),
+            (0, 0, "team-a", 17, Some("queue team-a: 0/8 GPUs in use, cannot borrow: team-b lends 8")),
+        ];
+        for &(a, b, who, n, want) in cases {
+            let mut qs = teams();
+            qs.account("team-a", &gpus(a), None, 1);
+            qs.account("team-b", &gpus(b), None, 1);
+            let got = qs.admit(who, &gpus(n)).err();
+            assert_eq!(got.as_deref(), want, "a={a} b={b}: {who} asks {n}");
+        }
+    }
+
+    #[test]
+    fn limits_and_hierarchy() {
+        let mut qs = teams();
+        qs.specs.get_mut("team-a").unwrap().borrowing_limit.insert(GPU.into(), 2000);
+        qs.specs.get_mut("team-b").unwrap().lending_limit.insert(GPU.into(), 1000);
+        assert_eq!(
+            qs.admit("team-a", &gpus(11)).unwrap_err(),
+            "queue team-a: 0/8 GPUs in use, its borrowing limit is 2"
+        );
+        assert_eq!(
+            qs.admit("team-a", &gpus(10)).unwrap_err(),
+            "queue team-a: 0/8 GPUs in use, cannot borrow: team-b lends 1"
+        );
+        assert!(qs.admit("team-a", &gpus(9)).is_ok());
+        // The root's own quota caps the sum of its children.
+        let mut qs = teams();
+        qs.specs.get_mut("team-a").unwrap().quota.insert(GPU.into(), 12_000);
+        qs.account("team-b", &gpus(8), None, 1);
+        assert_eq!(
+            qs.admit("team-a", &gpus(9)).unwrap_err(),
+            "queue root: 8/16 GPUs in use, and it has no parent to borrow from"
+        );
+        assert!(qs.admit("team-a", &gpus(8)).is_ok());
+        // A queue limits only what its quota names.
+        assert!(qs.admit("team-a", &[("cpu".into(), 1_000_000)]).is_ok());
+        assert_eq!(qs.admit("team-c", &gpus(1)).unwrap_err(), "queue team-c does not exist");
+        qs.upsert(q("loop-1", Some("loop-2"), Some(1)));
+        qs.upsert(q("loop-2", Some("loop-1"), Some(1)));
+        assert!(qs.admit("loop-1", &gpus(1)).unwrap_err().contains("cycle"));
+        qs.upsert(q("orphan", Some("gone"), Some(1)));
+        assert_eq!(qs.admit("orphan", &gpus(1)).unwrap_err(), "queue orphan: its parent gone does not exist");
+    }
+
+    #[test]
+    fn usage_follows_pods_and_models() {
+        let mut qs = teams();
+        qs.account("team-a", &gpus(2), Some("a100"), 1);
+        qs.account("team-a", &gpus(1), None, 1);
+        assert_eq!(qs.usage("team-a", GPU), 3000);
+        assert_eq!(qs.usage("team-a", &model_key("a100")), 2000);
+        assert_eq!(qs.usage("root", GPU), 3000, "a parent's use is its children's");
+        assert_eq!(qs.pod_count("team-a"), 2);
+        qs.account("team-a", &gpus(2), Some("a100"), -1);
+        qs.account("team-a", &gpus(1), None, -1);
+        assert_eq!((qs.usage("root", GPU), qs.pod_count("team-a")), (0, 0));
+        assert_eq!(show(GPU, 1500), "1.5");
+        assert_eq!(show("memory", 3 << 30), "3Gi");
+    }
+}
