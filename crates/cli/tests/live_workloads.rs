@@ -45,7 +45,7 @@ fn workloads_on_a_live_cluster() {
 /// Queues (the CRD of deploy/crds/) on live pods: team-a's namespace is
 /// in the queue by its label, takes its 8 GPUs and borrows team-b's 8,
 /// and a 17th GPU waits with the queue's reason; team-b's pod, within its
-/// quota but lent out, waits too; a pod leaving frees quota for the next.
+/// quota but lent out, reclaims it: team-a's borrowing pod is preempted.
 fn queues(c: &Cluster) {
     for ns in ["qa", "qb"] {
         c.kubectl(&["create", "namespace", ns]);
@@ -99,9 +99,19 @@ fn queues(c: &Cluster) {
         waiting.contains("queue team-b: 0/8 GPUs in use, within its quota, but its siblings borrow it"),
         "{waiting}"
     );
-    // A borrowed pod goes: team-b's pod gets its quota back.
+    // Reclaim: team-a's newest borrowing pod is preempted for it (marked,
+    // then deleted; no kubelet here, so it stays terminating until the
+    // test, as a kubelet, removes it).
+    let victim = wait_for(60, "a borrowed pod of team-a preempted", || {
+        let p = c.get_json(&["pod", "a-big-2", "-n", "qa"]);
+        let cond = p["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == "DisruptionTarget")?.clone();
+        (!p["metadata"]["deletionTimestamp"].is_null()).then_some(cond)
+    });
+    assert_eq!(s(&victim["reason"]), "PreemptionByScheduler", "{victim}");
+    let b = c.get_json(&["pod", "b-one", "-n", "qb"]);
+    assert!(!s(&b["status"]["nominatedNodeName"]).is_empty(), "b-one waits nominated: {b}");
     c.kubectl(&["delete", "pod", "a-big-2", "-n", "qa", "--grace-period=0", "--force"]);
-    wait_for(60, "b-one bound once quota was freed", || {
+    wait_for(60, "b-one bound once the quota came back", || {
         c.placements("qb").into_iter().find(|(p, n)| p == "b-one" && !n.is_empty())
     });
     let status = sched.terminate();

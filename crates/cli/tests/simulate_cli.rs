@@ -523,22 +523,22 @@ fn preemption_example_evicts_the_batch_pod_not_the_budgeted_one() {
 }
 
 #[test]
-fn queues_example_borrows_and_waits_with_the_queues_reasons() {
+fn queues_example_borrows_reclaims_and_waits_with_the_queues_reasons() {
     let v = simulate_json(&[], &["examples/queues.yaml"]);
     let placed = |prefix: &str| {
         placements(&v).iter().filter(|p| p["pod"].as_str().unwrap().starts_with(prefix) && !p["node"].is_null()).count()
     };
-    assert_eq!((placed("research/sweep-"), placed("product/eval-")), (12, 4), "team-a borrows 4 of team-b's 8");
-    let reasons: Vec<&str> =
-        placements(&v).iter().filter(|p| p["node"].is_null()).map(|p| p["reason"].as_str().unwrap()).collect();
-    assert_eq!(reasons.len(), 2, "{v}");
+    // team-a borrowed 4 of team-b's 8; team-b's fifth pod took one back.
+    assert_eq!((placed("research/sweep-"), placed("product/eval-")), (11, 5), "{v}");
+    let preempted = v["preempted"].as_array().unwrap();
+    assert_eq!(preempted.len(), 1, "{v}");
+    assert!(preempted[0]["pod"].as_str().unwrap().starts_with("research/sweep-"), "{v}");
+    assert!(preempted[0]["by"].as_str().unwrap().starts_with("product/eval-"), "{v}");
+    let stray = placements(&v).iter().find(|p| p["pod"] == "product/stray").unwrap();
     assert!(
-        reasons[0].starts_with(
-            "0/2 nodes are available: queue team-b: 4/8 GPUs in use, within its quota, but its siblings borrow it."
-        ),
-        "{reasons:?}"
+        stray["reason"].as_str().unwrap().starts_with("0/2 nodes are available: queue team-c does not exist."),
+        "{v}"
     );
-    assert!(reasons[1].starts_with("0/2 nodes are available: queue team-c does not exist."), "{reasons:?}");
 }
 
 #[test]

@@ -159,6 +159,11 @@ impl Nominated {
         self.by_position.is_empty()
     }
 
+    /// Every pod nominated, on any node.
+    pub fn pods(&self) -> impl Iterator<Item = &PodRef> {
+        self.by_position.values().flatten()
+    }
+
     /// The pods nominated to the node at `position` that `pod` must leave
     /// room for: others, of priority at least its own.
     pub fn for_pod<'a>(&'a self, position: usize, pod: &'a Pod) -> impl Iterator<Item = &'a PodRef> + 'a {

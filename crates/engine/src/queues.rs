@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::devices::GpuKind;
 use crate::facts::GPU_RESOURCE;
-use crate::model::{Labels, Pod};
+use crate::model::{Labels, Pod, PodRef};
 
 /// The Queue CRD's group/version and kind.
 pub const API_VERSION: &str = "gpu-scheduler.io/v1alpha1";
@@ -109,6 +109,19 @@ pub fn demand(pod: &Pod) -> Vec<(String, i64)> {
     }
     out.retain(|(_, v)| *v > 0);
     out
+}
+
+fn demand_of(pod: &Pod) -> Vec<(String, i64)> {
+    demand(pod)
+}
+
+/// A running pod as reclaim sees it: the pod, its queue, its node's GPU
+/// model.
+#[derive(Debug, Clone)]
+pub struct QueuedUse {
+    pub pod: PodRef,
+    pub queue: String,
+    pub model: Option<std::sync::Arc<str>>,
 }
 
 /// The queues and what their pods use.
@@ -263,6 +276,80 @@ impl Queues {
         Err(format!("{}, cannot borrow: {lenders}", what()))
     }
 
+    /// The first queue of `queue`'s chain that refuses `demand`, and
+    /// whether that queue is within its own quota there (its siblings
+    /// borrow what it lent).
+    fn refusing_level(&self, queue: &str, demand: &[(String, i64)]) -> Option<(&Queue, bool)> {
+        let chain = self.chain(queue).ok()?;
+        for q in chain {
+            for (key, n) in demand {
+                if self.admit_at(q, key, *n).is_err() {
+                    let quota = q.quota.get(key).copied().unwrap_or(0);
+                    let within = self.usage(&q.name, key) + n <= quota;
+                    return Some((q, within));
+                }
+            }
+        }
+        None
+    }
+
+    /// Reclaim: when `queue` (or the ancestor that refuses `demand`) is
+    /// within its own quota but its siblings borrowed what it lent, and
+    /// it may reclaim, the pods to evict from the borrowing siblings so
+    /// that `demand` fits: lowest priority first, then the newest, then
+    /// by name from the last; a gang's members all together. `pods` are
+    /// the pods running, each with its queue and its node's GPU model.
+    /// None when reclaim does not apply or cannot free enough.
+    pub fn reclaim(&self, queue: &str, demand: &[(String, i64)], pods: &[QueuedUse]) -> Option<Vec<PodRef>> {
+        let (level, within) = self.refusing_level(queue, demand)?;
+        if !within || !level.reclaim {
+            return None;
+        }
+        let parent = level.parent.as_deref()?;
+        // The siblings that borrow, with every queue below them.
+        let borrowing: Vec<&Queue> = self
+            .children(parent)
+            .filter(|s| s.name != level.name)
+            .filter(|s| demand.iter().any(|(k, _)| self.usage(&s.name, k) > s.quota.get(k).copied().unwrap_or(0)))
+            .collect();
+        let under = |q: &str, root: &str| self.chain(q).is_ok_and(|c| c.iter().any(|a| a.name == root));
+        let mut candidates: Vec<&QueuedUse> =
+            pods.iter().filter(|u| borrowing.iter().any(|s| under(&u.queue, &s.name))).collect();
+        candidates.sort_by(|a, b| {
+            (a.pod.priority, std::cmp::Reverse(a.pod.start_time), std::cmp::Reverse(a.pod.key())).cmp(&(
+                b.pod.priority,
+                std::cmp::Reverse(b.pod.start_time),
+                std::cmp::Reverse(b.pod.key()),
+            ))
+        });
+        let mut trial = self.clone();
+        let mut victims: Vec<PodRef> = Vec::new();
+        for c in candidates {
+            if victims.iter().any(|v| v.uid == c.pod.uid) {
+                continue; // taken with its gang already
+            }
+            // Only from a sibling that still borrows.
+            let sibling = borrowing.iter().find(|s| under(&c.queue, &s.name))?;
+            let still =
+                demand.iter().any(|(k, _)| trial.usage(&sibling.name, k) > sibling.quota.get(k).copied().unwrap_or(0));
+            if !still {
+                continue;
+            }
+            let unit: Vec<&QueuedUse> = match c.pod.group_key() {
+                Some(g) => pods.iter().filter(|u| u.pod.group_key().as_deref() == Some(g.as_str())).collect(),
+                None => vec![c],
+            };
+            for u in unit {
+                trial.account(&u.queue, &demand_of(&u.pod), u.model.as_deref(), -1);
+                victims.push(u.pod.clone());
+            }
+            if trial.admit(queue, demand).is_ok() {
+                return Some(victims);
+            }
+        }
+        None
+    }
+
     /// Whether any queue in `queue`'s chain has a quota for `key`.
     pub fn limits(&self, queue: &str, key: &str) -> bool {
         self.chain(queue).is_ok_and(|c| c.iter().any(|q| q.quota.contains_key(key)))
@@ -365,6 +452,55 @@ mod tests {
         assert!(qs.admit("loop-1", &gpus(1)).unwrap_err().contains("cycle"));
         qs.upsert(q("orphan", Some("gone"), Some(1)));
         assert_eq!(qs.admit("orphan", &gpus(1)).unwrap_err(), "queue orphan: its parent gone does not exist");
+    }
+
+    #[test]
+    fn reclaim_takes_back_lent_quota_from_borrowers_gangs_whole() {
+        use crate::testing::pod;
+        use std::sync::Arc;
+        let mut qs = teams();
+        let gpu_pod = |name: &str, group: Option<&str>, priority: i32| -> PodRef {
+            Arc::new(
+                pod(name)
+                    .priority(priority)
+                    .with(|p| {
+                        p.gpu = crate::devices::GpuRequest::whole(1);
+                        p.pod_group = group.map(str::to_string);
+                    })
+                    .build(),
+            )
+        };
+        // team-a runs 8 of its own and a gang of 4 plus 4 single pods
+        // borrowed from team-b.
+        let mut pods = Vec::new();
+        let mut add = |qs: &mut Queues, p: PodRef, queue: &str| {
+            qs.account(queue, &demand(&p), None, 1);
+            pods.push(QueuedUse { pod: p, queue: queue.into(), model: None });
+        };
+        for i in 0..8 {
+            add(&mut qs, gpu_pod(&format!("own-{i}"), None, 10), "team-a");
+        }
+        for i in 0..4 {
+            add(&mut qs, gpu_pod(&format!("gang-{i}"), Some("g"), 0), "team-a");
+            add(&mut qs, gpu_pod(&format!("single-{i}"), None, 5), "team-a");
+        }
+        let one = gpus(1);
+        assert!(qs.admit("team-b", &one).unwrap_err().contains("within its quota"));
+        // Lowest priority first: the gang, whole (4 GPUs for 1 needed).
+        let victims = qs.reclaim("team-b", &one, &pods).unwrap();
+        let mut names: Vec<&str> = victims.iter().map(|v| v.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["gang-0", "gang-1", "gang-2", "gang-3"]);
+        // 6 needed: the gang and two singles, the last by name first.
+        let victims = qs.reclaim("team-b", &gpus(6), &pods).unwrap();
+        let names: Vec<&str> = victims.iter().map(|v| v.name.as_str()).skip(4).collect();
+        assert_eq!(names, ["single-3", "single-2"]);
+        // Never below what team-a may keep: 9 GPUs for team-b cannot be reclaimed.
+        assert!(qs.reclaim("team-b", &gpus(9), &pods).is_none());
+        // A borrower over its own quota does not reclaim; nor a queue that may not.
+        assert!(qs.reclaim("team-a", &one, &pods).is_none());
+        qs.specs.get_mut("team-b").unwrap().reclaim = false;
+        assert!(qs.reclaim("team-b", &one, &pods).is_none());
     }
 
     #[test]

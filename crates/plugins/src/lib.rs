@@ -105,7 +105,6 @@ pub fn default_plugins() -> Vec<DefaultPlugin> {
         p(node_name::NAME, 1.0),
         p(maintenance::NAME, 1.0),
         p(node_pool::NAME, 1.0),
-        p(queue_quota::NAME, 1.0),
         p(spot_expiry::NAME, 1.0),
         p(temperature::NAME, 0.2),
         p(node_health::NAME, 1.0),
@@ -123,6 +122,9 @@ pub fn default_plugins() -> Vec<DefaultPlugin> {
         p(cloud_boundary::NAME, 1.0),
         p(pod_topology_spread::NAME, 0.2),
         p(inter_pod_affinity::NAME, 0.2),
+        // Last of the filters: when it refuses, the others' PreFilter
+        // state is there for its reclaim to try nodes with.
+        p(queue_quota::NAME, 1.0),
         p(balanced_allocation::NAME, 0.1),
         p(zone_spread::NAME, 0.3),
         p(gpu_model::NAME, 0.4),
@@ -208,7 +210,6 @@ mod tests {
                 "NodeName",
                 "Maintenance",
                 "NodePool",
-                "QueueQuota",
                 "SpotExpiry",
                 "Temperature",
                 "TaintToleration",
@@ -224,7 +225,8 @@ mod tests {
                 "ReservationBuffer",
                 "CloudBoundary",
                 "PodTopologySpread",
-                "InterPodAffinity"
+                "InterPodAffinity",
+                "QueueQuota"
             ]
         );
         assert_eq!(p.bind.len(), 1);

@@ -6,17 +6,25 @@
 //! all nodes, saying which queue is full and why it cannot borrow). A quota
 //! per GPU model (`nvidia.com/gpu:a100`) is checked per node, as the
 //! model is the node's (Filter). Pods without a queue are not concerned.
+//!
+//! Reclaim (PostFilter, before preemption): a queue refused while within
+//! its own quota, because its siblings borrowed what it lent, takes it
+//! back (`reclaim: true`, the default): the borrowers' pods are evicted,
+//! lowest priority and newest first, gangs whole, and the pod is
+//! nominated to a node where it fits once they are gone. Pods nominated
+//! that way count against their queue's quota meanwhile, so that the
+//! borrowers do not take the freed quota again first.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use engine::cache::{NodeView, Snapshot};
 use engine::framework::{
-    ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult,
-    Status,
+    ClusterEvent, Code, CycleState, EventAction, EventResource, FilterPlugin, Plugin, PostFilterContext,
+    PostFilterPlugin, PostFilterResult, PreFilterPlugin, PreFilterResult, Status,
 };
 use engine::model::Pod;
-use engine::queues::{Queues, demand, model_key, queue_of};
+use engine::queues::{QueuedUse, Queues, demand, model_key, queue_of};
 use engine::registry::ArgsError;
 
 use crate::helper::decode_no_args;
@@ -25,6 +33,13 @@ pub const NAME: &str = "QueueQuota";
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct QueueQuota;
+
+/// A refusal PostFilter may turn into a reclaim.
+struct Refused {
+    queue: String,
+    demand: Vec<(String, i64)>,
+    queues: Arc<Queues>,
+}
 
 /// What PreFilter found, for Filter's per-model checks.
 struct ModelCheck {
@@ -56,6 +71,23 @@ impl Plugin for QueueQuota {
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
         Some(self)
     }
+
+    fn as_post_filter(&self) -> Option<&dyn PostFilterPlugin> {
+        Some(self)
+    }
+}
+
+/// The queues as admission sees them: with the pods nominated to a node
+/// (waiting for their victims) counted in their queues, other than `pod`.
+fn with_nominated(queues: &Arc<Queues>, state: &CycleState, pod: &Pod, snapshot: &Snapshot) -> Arc<Queues> {
+    let Some(nominated) = state.nominated() else { return queues.clone() };
+    let mut out: Option<Queues> = None;
+    for p in nominated.pods().filter(|p| p.uid != pod.uid) {
+        if let Some(q) = queue_of(p, snapshot.namespaces()) {
+            out.get_or_insert_with(|| (**queues).clone()).account(q, &demand(p), None, 1);
+        }
+    }
+    out.map_or_else(|| queues.clone(), Arc::new)
 }
 
 impl PreFilterPlugin for QueueQuota {
@@ -63,11 +95,12 @@ impl PreFilterPlugin for QueueQuota {
         let Some(queue) = queue_of(pod, snapshot.namespaces()) else {
             return (PreFilterResult::default(), Status::skip());
         };
-        let queues = snapshot.queues();
+        let queues = with_nominated(snapshot.queues(), state, pod, snapshot);
         let want = demand(pod);
         if let Err(why) = queues.admit(queue, &want) {
-            // Waiting for pods to leave or quotas to change; preempting
-            // other pods on nodes would not free quota.
+            // Preempting pods on nodes would not free quota: only reclaim
+            // (this plugin's PostFilter) or pods leaving can.
+            state.write(Refused { queue: queue.to_string(), demand: want, queues: queues.clone() });
             return (PreFilterResult::default(), Status::unresolvable(why));
         }
         let gpu_milli = want.iter().find(|(k, _)| k == engine::facts::GPU_RESOURCE).map_or(0, |(_, v)| *v);
@@ -88,6 +121,54 @@ impl FilterPlugin for QueueQuota {
         match check.queues.admit(&check.queue, &[(model_key(model), check.gpu_milli)]) {
             Ok(()) => Status::success(),
             Err(why) => Status::unschedulable(Cow::Owned(why)),
+        }
+    }
+}
+
+impl PostFilterPlugin for QueueQuota {
+    fn post_filter(&self, ctx: &PostFilterContext<'_>, state: &CycleState, pod: &Pod) -> PostFilterResult {
+        let pass =
+            || PostFilterResult { nominated_node: None, victims: Vec::new(), status: Status::skip(), record: None };
+        let Some(refused) = state.read::<Refused>() else { return pass() };
+        let snapshot = ctx.snapshot;
+        let running: Vec<QueuedUse> = snapshot
+            .nodes()
+            .iter()
+            .flat_map(|info| {
+                let model = info.facts.gpu_model.clone();
+                info.pods.iter().filter_map(move |p| {
+                    queue_of(p, snapshot.namespaces()).map(|q| QueuedUse {
+                        pod: p.clone(),
+                        queue: q.to_string(),
+                        model: model.clone(),
+                    })
+                })
+            })
+            .collect();
+        let Some(victims) = refused.queues.reclaim(&refused.queue, &refused.demand, &running) else { return pass() };
+        // A node where the pod fits once the victims there are gone.
+        for (position, info) in snapshot.nodes().iter().enumerate() {
+            let mut node = (**info).clone();
+            for v in victims.iter().filter(|v| v.node_name.as_deref() == Some(info.node.name.as_str())) {
+                node.remove_pod(&v.uid);
+            }
+            if ctx.filter(state, pod, position, &node).is_ok() {
+                return PostFilterResult {
+                    nominated_node: Some(info.node.name.clone()),
+                    victims,
+                    status: Status::success(),
+                    record: None,
+                };
+            }
+        }
+        PostFilterResult {
+            nominated_node: None,
+            victims: Vec::new(),
+            status: Status::new(
+                Code::Unschedulable,
+                "queue reclaim: the quota can be taken back, but no node would fit the pod",
+            ),
+            record: None,
         }
     }
 }

@@ -79,19 +79,58 @@ fn a_queue_alone_borrows_its_siblings_unused_quota() {
     );
 }
 
+/// A gang of `n` one-GPU pods at `priority`.
+fn gang(name: &str, queue: &str, n: usize, priority: i32) -> String {
+    let group = format!(
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {{name: {name}, namespace: ml}}\nspec: {{minMember: {n}}}\n---\n"
+    );
+    let members = pods(name, queue, n).replace(
+        "labels: {gpu-scheduler.io/queue:",
+        &format!("labels: {{scheduling.x-k8s.io/pod-group: {name}, gpu-scheduler.io/queue:"),
+    );
+    group + &members.replace("spec:\n  schedulerName", &format!("spec:\n  priority: {priority}\n  schedulerName"))
+}
+
 #[test]
-fn a_queue_within_its_quota_gets_it_while_the_sibling_has_not_borrowed_it() {
-    // team-a takes 12 (4 borrowed); team-b still gets its remaining 4,
-    // then waits: its 4 others are lent.
+fn a_queue_reclaims_its_lent_quota_from_the_borrowers_gang_whole() {
+    // team-a runs its training gang (8, its own quota) and a sweep gang at
+    // low priority on team-b's 8 GPUs; team-b's pods arrive and take
+    // them back: the sweep is evicted whole, the training stays.
+    let yaml = [
+        two_teams("nvidia.com/gpu: 16"),
+        gang("train", "team-a", 8, 100),
+        gang("sweep", "team-a", 8, 0),
+        pods("b", "team-b", 8),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    assert_eq!((placed(&sim, "train"), placed(&sim, "b")), (8, 8), "{:?}", sim.placements);
+    let mut evicted: Vec<&str> = sim.preempted.iter().map(|p| p.pod.as_str()).collect();
+    evicted.sort();
+    let want: Vec<String> = (0..8).map(|i| format!("ml/sweep-{i}")).collect();
+    assert_eq!(evicted, want, "the borrowing gang goes whole, nothing else");
+    assert!(sim.preempted.iter().all(|p| p.by == "ml/b-0"), "{:?}", sim.preempted);
+}
+
+#[test]
+fn a_queue_that_may_not_reclaim_waits() {
+    let yaml = [two_teams("nvidia.com/gpu: 16"), gang("sweep", "team-a", 16, 0), pods("b", "team-b", 1)]
+        .concat()
+        .replace("metadata: {name: team-b}\nspec:\n", "metadata: {name: team-b}\nspec:\n  reclaim: false\n");
+    let sim = run(&yaml);
+    assert_eq!((placed(&sim, "sweep"), placed(&sim, "b")), (16, 0));
+    assert!(sim.preempted.is_empty());
+}
+
+#[test]
+fn a_queue_within_its_quota_takes_back_only_what_it_needs() {
+    // team-a takes 12 (4 borrowed); team-b's 6 pods get the 4 left of its
+    // quota, then take 2 of the 4 back from team-a's newest pods.
     let yaml = [two_teams("nvidia.com/gpu: 16"), pods("a", "team-a", 12), pods("b", "team-b", 6)].concat();
     let sim = run(&yaml);
-    assert_eq!((placed(&sim, "a"), placed(&sim, "b")), (12, 4));
-    assert_eq!(
-        reasons(&sim, "b"),
-        [
-            "0/2 nodes are available: queue team-b: 4/8 GPUs in use, within its quota, but its siblings borrow it. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
-        ]
-    );
+    assert_eq!((placed(&sim, "a"), placed(&sim, "b")), (10, 6));
+    assert_eq!(sim.preempted.len(), 2, "{:?}", sim.preempted);
+    assert!(sim.preempted.iter().all(|p| p.pod.starts_with("ml/a-")), "{:?}", sim.preempted);
 }
 
 #[test]
