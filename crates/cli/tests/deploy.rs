@@ -30,6 +30,7 @@ fn expected_rules() -> Vec<Value> {
         json!({"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"], "verbs": ["get", "list", "watch"]}),
         json!({"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups/status"], "verbs": ["patch", "update"]}),
         json!({"apiGroups": ["gpu-scheduler.io"], "resources": ["queues"], "verbs": ["list", "watch"]}),
+        json!({"apiGroups": ["gpu-scheduler.io"], "resources": ["queues/status"], "verbs": ["patch"]}),
         json!({"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["list", "watch"]}),
         json!({"apiGroups": [""], "resources": ["persistentvolumeclaims", "persistentvolumes"], "verbs": ["list", "watch"]}),
         json!({"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "csinodes"], "verbs": ["list", "watch"]}),

@@ -252,6 +252,7 @@ fn podgroups_validate_and_the_scheduler_writes_only_their_status() {
         (true, vec!["list", "queues.gpu-scheduler.io"]),
         (true, vec!["watch", "queues.gpu-scheduler.io"]),
         (false, vec!["update", "queues.gpu-scheduler.io"]),
+        (true, vec!["patch", "queues.gpu-scheduler.io", "--subresource=status"]),
         (false, vec!["delete", "queues.gpu-scheduler.io"]),
         (true, vec!["list", "events", "-A"]),
         (true, vec!["watch", "events", "-A"]),

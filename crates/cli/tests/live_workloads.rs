@@ -79,6 +79,24 @@ fn queues(c: &Cluster) {
         let p = c.placements("qa");
         (p.iter().filter(|(n, node)| n.starts_with("a-big") && !node.is_empty()).count() == 2).then_some(())
     });
+    // The leader writes the Queue's status, and /metrics has it.
+    let status = wait_for(30, "team-a's status written", || {
+        let q = c.get_json(&["queue", "team-a"]);
+        (q["status"]["usage"]["nvidia.com/gpu"] == "16").then(|| q["status"].clone())
+    });
+    assert_eq!(
+        (s(&status["borrowed"]["nvidia.com/gpu"]), status["admitted"].as_u64()),
+        ("8".to_string(), Some(2)),
+        "{status}"
+    );
+    let (_, metrics) = sched.get("/metrics");
+    let used = metrics.lines().find_map(|l| {
+        l.strip_prefix("gpu_scheduler_queue_usage{queue=\"team-a\",resource=\"nvidia.com/gpu\"} ")?
+            .trim()
+            .parse::<f64>()
+            .ok()
+    });
+    assert_eq!(used, Some(16.0), "{metrics}");
     let message = |ns: &str, pod: &str| -> Option<String> {
         let p = c.get_json(&["pod", pod, "-n", ns]);
         let cond = p["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == "PodScheduled")?.clone();

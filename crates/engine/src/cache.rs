@@ -239,6 +239,11 @@ impl Cache {
         &self.queues
     }
 
+    /// Every namespace's labels.
+    pub fn namespaces(&self) -> &HashMap<String, Labels> {
+        &self.namespaces
+    }
+
     /// Adds or replaces a Queue.
     pub fn upsert_queue(&mut self, q: Queue) {
         self.queues_generation += 1;

@@ -115,6 +115,31 @@ fn demand_of(pod: &Pod) -> Vec<(String, i64)> {
     demand(pod)
 }
 
+/// A queue's state (`Queues::statuses`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueStatus {
+    pub name: String,
+    /// In use by the queue and its descendants, by key (engine units).
+    pub usage: BTreeMap<String, i64>,
+    /// What of that is beyond its quota (borrowed from siblings).
+    pub borrowed: BTreeMap<String, i64>,
+    /// Its own bound or assumed pods.
+    pub admitted: usize,
+}
+
+/// An amount as a Kubernetes quantity: GPUs and cpu from thousandths
+/// (`12`, `1500m`), the rest as counts or bytes.
+pub fn quantity(key: &str, amount: i64) -> String {
+    let base = key.split(':').next().unwrap_or(key);
+    if (base == GPU_RESOURCE || base == "cpu") && amount % 1000 != 0 {
+        format!("{amount}m")
+    } else if base == GPU_RESOURCE || base == "cpu" {
+        (amount / 1000).to_string()
+    } else {
+        amount.to_string()
+    }
+}
+
 /// A running pod as reclaim sees it: the pod, its queue, its node's GPU
 /// model.
 #[derive(Debug, Clone)]
@@ -350,6 +375,34 @@ impl Queues {
         None
     }
 
+    /// Each queue's state for its status and metrics: what it and its
+    /// descendants use of the resources its quota names or its pods use,
+    /// what of that is borrowed, and its own pods.
+    pub fn statuses(&self) -> Vec<QueueStatus> {
+        self.specs
+            .values()
+            .map(|q| {
+                let mut keys: Vec<&String> = q.quota.keys().collect();
+                if let Some(own) = self.usage.get(&q.name) {
+                    keys.extend(own.keys());
+                }
+                keys.sort();
+                keys.dedup();
+                let usage: BTreeMap<String, i64> =
+                    keys.iter().map(|k| ((*k).clone(), self.usage(&q.name, k))).collect();
+                let borrowed = q
+                    .quota
+                    .iter()
+                    .filter_map(|(k, quota)| {
+                        let over = usage.get(k).copied().unwrap_or(0) - quota;
+                        (over > 0).then(|| (k.clone(), over))
+                    })
+                    .collect();
+                QueueStatus { name: q.name.clone(), usage, borrowed, admitted: self.pod_count(&q.name) }
+            })
+            .collect()
+    }
+
     /// Whether any queue in `queue`'s chain has a quota for `key`.
     pub fn limits(&self, queue: &str, key: &str) -> bool {
         self.chain(queue).is_ok_and(|c| c.iter().any(|q| q.quota.contains_key(key)))
@@ -455,6 +508,20 @@ mod tests {
     }
 
     #[test]
+    fn statuses_say_use_and_borrowing() {
+        let mut qs = teams();
+        qs.account("team-a", &gpus(10), Some("a100"), 1);
+        let st: Vec<QueueStatus> = qs.statuses();
+        let a = st.iter().find(|s| s.name == "team-a").unwrap();
+        assert_eq!(a.usage.get(GPU), Some(&10_000));
+        assert_eq!(a.usage.get(&model_key("a100")), Some(&10_000));
+        assert_eq!(a.borrowed.get(GPU), Some(&2000));
+        assert_eq!(a.admitted, 1);
+        let root = st.iter().find(|s| s.name == "root").unwrap();
+        assert_eq!((root.usage.get(GPU), root.borrowed.len(), root.admitted), (Some(&10_000), 0, 0));
+    }
+
+    #[test]
     fn reclaim_takes_back_lent_quota_from_borrowers_gangs_whole() {
         use crate::testing::pod;
         use std::sync::Arc;
@@ -516,6 +583,10 @@ mod tests {
         qs.account("team-a", &gpus(1), None, -1);
         assert_eq!((qs.usage("root", GPU), qs.pod_count("team-a")), (0, 0));
         assert_eq!(show(GPU, 1500), "1.5");
+        assert_eq!(
+            (quantity(GPU, 1500), quantity(GPU, 8000), quantity("memory", 1 << 30)),
+            ("1500m".into(), "8".into(), "1073741824".into())
+        );
         assert_eq!(show("memory", 3 << 30), "3Gi");
     }
 }

@@ -77,6 +77,17 @@ struct StateLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueResourceLabels {
+    queue: String,
+    resource: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueNameLabel {
+    queue: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SourceLabel {
     source: String,
 }
@@ -125,6 +136,10 @@ pub struct Metrics {
     held_gpus: Gauge,
     bindings_in_flight: Gauge,
     fact_source_up: Family<SourceLabel, Gauge>,
+    queue_usage: Family<QueueResourceLabels, Gauge<f64, AtomicU64>>,
+    queue_quota: Family<QueueResourceLabels, Gauge<f64, AtomicU64>>,
+    queue_pending: Family<QueueNameLabel, Gauge>,
+    queue_admitted: Family<QueueNameLabel, Gauge>,
     spot_evictions: Family<EvictionLabel, Counter>,
     spot_draining_nodes: Gauge,
     /// Whether every watch has listed once.
@@ -264,7 +279,35 @@ impl Metrics {
             "Spot nodes within the expiry window that the rebalancer taints and drains.",
             spot_draining_nodes.clone(),
         );
+        let queue_usage = Family::<QueueResourceLabels, Gauge<f64, AtomicU64>>::default();
+        registry.register(
+            "gpu_scheduler_queue_usage",
+            "What a Queue and its descendants use, by resource (GPUs and cpu cores as numbers, memory in bytes; nvidia.com/gpu:MODEL per GPU model).",
+            queue_usage.clone(),
+        );
+        let queue_quota = Family::<QueueResourceLabels, Gauge<f64, AtomicU64>>::default();
+        registry.register(
+            "gpu_scheduler_queue_quota",
+            "A Queue's nominal quota, by resource (units as gpu_scheduler_queue_usage).",
+            queue_quota.clone(),
+        );
+        let queue_pending = Family::<QueueNameLabel, Gauge>::default();
+        registry.register(
+            "gpu_scheduler_queue_pending_pods",
+            "Pods of a Queue waiting to be scheduled.",
+            queue_pending.clone(),
+        );
+        let queue_admitted = Family::<QueueNameLabel, Gauge>::default();
+        registry.register(
+            "gpu_scheduler_queue_admitted_pods",
+            "Pods of a Queue bound or being bound.",
+            queue_admitted.clone(),
+        );
         Metrics {
+            queue_usage,
+            queue_quota,
+            queue_pending,
+            queue_admitted,
             fact_source_up,
             spot_evictions,
             spot_draining_nodes,
@@ -323,6 +366,29 @@ impl Metrics {
 
     pub fn set_bindings_in_flight(&self, n: usize) {
         self.bindings_in_flight.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    /// One Queue's gauges; amounts in the engine's units.
+    pub fn set_queue_status(
+        &self,
+        queue: &engine::queues::QueueStatus,
+        quota: &std::collections::BTreeMap<String, i64>,
+        pending: usize,
+    ) {
+        let natural = |key: &str, v: i64| {
+            let base = key.split(':').next().unwrap_or(key);
+            if base == GPU || base == "cpu" { v as f64 / 1000.0 } else { v as f64 }
+        };
+        let labels = |resource: &str| QueueResourceLabels { queue: queue.name.clone(), resource: resource.to_string() };
+        for (k, v) in &queue.usage {
+            self.queue_usage.get_or_create(&labels(k)).set(natural(k, *v));
+        }
+        for (k, v) in quota {
+            self.queue_quota.get_or_create(&labels(k)).set(natural(k, *v));
+        }
+        let name = QueueNameLabel { queue: queue.name.clone() };
+        self.queue_pending.get_or_create(&name).set(i64::try_from(pending).unwrap_or(i64::MAX));
+        self.queue_admitted.get_or_create(&name).set(i64::try_from(queue.admitted).unwrap_or(i64::MAX));
     }
 
     /// Whether the node-fact source `source` answers.

@@ -84,6 +84,11 @@ pub enum Report {
         name: String,
         status: engine::gang::GangStatus,
     },
+    /// A Queue's status changed (a merge patch of `status`).
+    QueueStatus {
+        name: String,
+        status: serde_json::Value,
+    },
     /// A Normal Event on a pod (the spot rebalancer's evictions).
     PodNote {
         pod: PodId,
@@ -178,7 +183,7 @@ struct FailedSeries {
 const SERIES_TTL: jiff::SignedDuration = jiff::SignedDuration::from_mins(6);
 
 impl Worker {
-    /// Sends the reports: most of them concurrently, PodGroup statuses one
+    /// Sends the reports: most of them concurrently, PodGroup and Queue statuses one
     /// after another in the order they were made, since a later status
     /// overtaken by an earlier one would be lost.
     async fn run(self, mut rx: mpsc::Receiver<Report>) {
@@ -186,7 +191,8 @@ impl Worker {
         let (concurrent_tx, concurrent_rx) = mpsc::channel::<Report>(QUEUE);
         let dispatch = async move {
             while let Some(r) = rx.recv().await {
-                let to = if matches!(r, Report::GangStatus { .. }) { &ordered_tx } else { &concurrent_tx };
+                let ordered = matches!(r, Report::GangStatus { .. } | Report::QueueStatus { .. });
+                let to = if ordered { &ordered_tx } else { &concurrent_tx };
                 if to.send(r).await.is_err() {
                     break;
                 }
@@ -245,6 +251,13 @@ impl Worker {
                 let patch = Patch::Merge(crate::podgroup::status_patch(&status));
                 if let Err(e) = api.patch_status(&name, &PatchParams::default(), &patch).await {
                     debug!(podgroup = %format!("{namespace}/{name}"), "status not updated: {e}");
+                }
+            }
+            Report::QueueStatus { name, status } => {
+                let api: Api<crate::queue::QueueResource> = Api::all(self.main.clone());
+                let patch = Patch::Merge(json!({ "status": status }));
+                if let Err(e) = api.patch_status(&name, &PatchParams::default(), &patch).await {
+                    debug!(queue = %name, "status not updated: {e}");
                 }
             }
             Report::PodNote { pod, reason, note } => {

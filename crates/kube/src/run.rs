@@ -180,6 +180,7 @@ pub async fn run(
         conditions: HashMap::new(),
         gang_phases: HashMap::new(),
         provided: HashMap::new(),
+        queue_statuses: HashMap::new(),
         rebalancer: options.spot_drain.map(|cfg| {
             Rebalancer::new(
                 cfg,
@@ -274,6 +275,8 @@ struct Driver {
     gang_phases: HashMap<String, GangPhase>,
     /// What alert Events and Prometheus say of each node.
     provided: HashMap<String, ProvidedFacts>,
+    /// The status last written to each Queue.
+    queue_statuses: HashMap<String, serde_json::Value>,
     /// The spot rebalancer, when on; it acts only while leading.
     rebalancer: Option<Rebalancer>,
     summary: RunSummary,
@@ -641,6 +644,46 @@ impl Driver {
         self.metrics.set_gpus(GpuUsage::of(self.sched.cache()));
         self.metrics.set_held_gpus(self.sched.holds().held_gpus());
         self.metrics.set_dropped_reports(self.reporter.dropped());
+        self.report_queues();
+    }
+
+    /// Queue gauges, and (on the leader) the status of each Queue whose
+    /// use, borrowing or pod counts changed.
+    fn report_queues(&mut self) {
+        let queues = self.sched.cache().queues();
+        if queues.is_empty() {
+            return;
+        }
+        let mut pending: HashMap<String, usize> = HashMap::new();
+        let mut seen = HashSet::new();
+        for p in self.sched.queue().pending_pods() {
+            if seen.insert(p.uid.clone())
+                && let Some(q) = engine::queues::queue_of(&p, self.sched.cache().namespaces())
+            {
+                *pending.entry(q.to_string()).or_default() += 1;
+            }
+        }
+        for st in queues.statuses() {
+            let quota = queues.get(&st.name).map(|q| q.quota.clone()).unwrap_or_default();
+            let waiting = pending.get(&st.name).copied().unwrap_or(0);
+            self.metrics.set_queue_status(&st, &quota, waiting);
+            if !self.leading {
+                continue;
+            }
+            let amounts = |m: &std::collections::BTreeMap<String, i64>| -> serde_json::Value {
+                m.iter().map(|(k, v)| (k.clone(), serde_json::json!(engine::queues::quantity(k, *v)))).collect()
+            };
+            let status = serde_json::json!({
+                "usage": amounts(&st.usage),
+                "borrowed": amounts(&st.borrowed),
+                "admitted": st.admitted,
+                "pending": waiting,
+            });
+            if self.queue_statuses.get(&st.name) != Some(&status) {
+                self.queue_statuses.insert(st.name.clone(), status.clone());
+                self.reporter.send(Report::QueueStatus { name: st.name, status });
+            }
+        }
     }
 
     /// Writes the PodGroup statuses that changed, and the gangs gauge.
