@@ -115,6 +115,18 @@ fn demand_of(pod: &Pod) -> Vec<(String, i64)> {
     demand(pod)
 }
 
+/// Pods waiting in the scheduling queue per queue, for fair sharing:
+/// those not yet tried, and those QueueQuota refused last time (pods
+/// refused for other reasons do not compete for quota). Kept by the
+/// scheduler, handed to each cycle.
+#[derive(Debug, Clone, Default)]
+pub struct Waiting(pub std::sync::Arc<HashMap<String, usize>>);
+
+/// Left in the cycle state by an admission refusal, so that the
+/// scheduler keeps counting the pod as waiting for quota.
+#[derive(Debug, Clone, Copy)]
+pub struct QuotaRefusal;
+
 /// A queue's state (`Queues::statuses`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueStatus {
@@ -375,6 +387,48 @@ impl Queues {
         None
     }
 
+    /// Whether `queue` is `root` or below it.
+    fn is_under(&self, queue: &str, root: &str) -> bool {
+        self.chain(queue).is_ok_and(|c| c.iter().any(|q| q.name == root))
+    }
+
+    /// Fair sharing of what siblings lend: where `queue` (or an ancestor)
+    /// would borrow for `demand`, a sibling that also borrows and has pods
+    /// `waiting` goes first while its borrowed share, divided by its
+    /// `weight`, would stay below this one's (dominant resource fairness
+    /// over the borrowed resources, one pod at a time).
+    pub fn fair(&self, queue: &str, demand: &[(String, i64)], waiting: &HashMap<String, usize>) -> Result<(), String> {
+        for level in self.chain(queue)? {
+            let Some(parent) = level.parent.as_deref() else { continue };
+            for (key, n) in demand {
+                let Some(&quota) = level.quota.get(key) else { continue };
+                let after = self.usage(&level.name, key) + n - quota;
+                if after <= 0 {
+                    continue; // within its own quota here
+                }
+                let mine = after as f64 / level.weight;
+                for s in self.children(parent).filter(|s| s.name != level.name) {
+                    let waits = waiting.iter().any(|(q, n)| *n > 0 && self.is_under(q, &s.name));
+                    let s_after = self.usage(&s.name, key) + n - s.quota.get(key).copied().unwrap_or(0);
+                    // Its next pod within its own quota does not compete.
+                    if !waits || s_after <= 0 {
+                        continue;
+                    }
+                    if mine > s_after as f64 / s.weight + 1e-9 {
+                        return Err(format!(
+                            "queue {}: waits for its fair share of borrowed {}: {} (weight {}) has pods waiting and borrows less",
+                            level.name,
+                            noun(key),
+                            s.name,
+                            s.weight
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Each queue's state for its status and metrics: what it and its
     /// descendants use of the resources its quota names or its pods use,
     /// what of that is borrowed, and its own pods.
@@ -505,6 +559,44 @@ mod tests {
         assert!(qs.admit("loop-1", &gpus(1)).unwrap_err().contains("cycle"));
         qs.upsert(q("orphan", Some("gone"), Some(1)));
         assert_eq!(qs.admit("orphan", &gpus(1)).unwrap_err(), "queue orphan: its parent gone does not exist");
+    }
+
+    #[test]
+    fn fair_sharing_by_weight() {
+        let mut qs = Queues::default();
+        qs.upsert(q("root", None, None));
+        qs.upsert(q("lender", Some("root"), Some(12)));
+        let mut a = q("team-a", Some("root"), Some(0));
+        a.weight = 2.0;
+        qs.upsert(a);
+        qs.upsert(q("team-b", Some("root"), Some(0)));
+        let both: HashMap<String, usize> = [("team-a".to_string(), 5), ("team-b".to_string(), 5)].into();
+        let one = gpus(1);
+        // (a's GPUs, b's GPUs, who asks, admitted)
+        let cases = [
+            (0, 0, "team-a", true),
+            (1, 0, "team-a", true),
+            (2, 0, "team-a", false),
+            (2, 0, "team-b", true),
+            (2, 1, "team-b", false),
+            (3, 1, "team-a", true),
+            (8, 4, "team-a", true),
+            (7, 3, "team-b", true),
+        ];
+        for (ga, gb, who, ok) in cases {
+            let mut t = qs.clone();
+            t.account("team-a", &gpus(ga), None, 1);
+            t.account("team-b", &gpus(gb), None, 1);
+            assert_eq!(t.fair(who, &one, &both).is_ok(), ok, "a={ga} b={gb}: {who}");
+        }
+        // Nobody else waiting: no limit from fairness.
+        let mut t = qs.clone();
+        t.account("team-a", &gpus(10), None, 1);
+        assert!(t.fair("team-a", &one, &[("team-a".to_string(), 3)].into()).is_ok());
+        assert_eq!(
+            t.fair("team-a", &one, &both).unwrap_err(),
+            "queue team-a: waits for its fair share of borrowed GPUs: team-b (weight 1) has pods waiting and borrows less"
+        );
     }
 
     #[test]

@@ -7,6 +7,9 @@
 //! per GPU model (`nvidia.com/gpu:a100`) is checked per node, as the
 //! model is the node's (Filter). Pods without a queue are not concerned.
 //!
+//! Fair sharing: where a pod would borrow, a sibling queue that borrows
+//! less for its weight and has pods waiting goes first.
+//!
 //! Reclaim (PostFilter, before preemption): a queue refused while within
 //! its own quota, because its siblings borrowed what it lent, takes it
 //! back (`reclaim: true`, the default): the borrowers' pods are evicted,
@@ -24,7 +27,7 @@ use engine::framework::{
     PostFilterPlugin, PostFilterResult, PreFilterPlugin, PreFilterResult, Status,
 };
 use engine::model::Pod;
-use engine::queues::{QueuedUse, Queues, demand, model_key, queue_of};
+use engine::queues::{QueuedUse, Queues, QuotaRefusal, Waiting, demand, model_key, queue_of};
 use engine::registry::ArgsError;
 
 use crate::helper::decode_no_args;
@@ -54,11 +57,13 @@ impl Plugin for QueueQuota {
     }
 
     /// Quota frees up when a pod of the queue (or of a borrowing sibling)
-    /// goes, and changes with the Queues; namespace labels may move a pod
-    /// to another queue.
+    /// goes, and changes with the Queues; a pod placed changes the shares
+    /// fair sharing compares; namespace labels may move a pod to another
+    /// queue.
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![
             ClusterEvent::new(EventResource::AssignedPod, EventAction::Delete),
+            ClusterEvent::new(EventResource::AssignedPod, EventAction::Add),
             ClusterEvent::any(EventResource::Queue),
             ClusterEvent::any(EventResource::Namespace),
         ]
@@ -100,7 +105,15 @@ impl PreFilterPlugin for QueueQuota {
         if let Err(why) = queues.admit(queue, &want) {
             // Preempting pods on nodes would not free quota: only reclaim
             // (this plugin's PostFilter) or pods leaving can.
+            state.write(QuotaRefusal);
             state.write(Refused { queue: queue.to_string(), demand: want, queues: queues.clone() });
+            return (PreFilterResult::default(), Status::unresolvable(why));
+        }
+        if let Some(Waiting(waiting)) = state.read::<Waiting>()
+            && let Err(why) = queues.fair(queue, &want, waiting)
+        {
+            // Another queue's turn to borrow: retried as pods are placed.
+            state.write(QuotaRefusal);
             return (PreFilterResult::default(), Status::unresolvable(why));
         }
         let gpu_milli = want.iter().find(|(k, _)| k == engine::facts::GPU_RESOURCE).map_or(0, |(_, v)| *v);

@@ -113,6 +113,28 @@ fn a_queue_reclaims_its_lent_quota_from_the_borrowers_gang_whole() {
 }
 
 #[test]
+fn weights_two_to_one_share_a_lenders_idle_quota_two_to_one() {
+    // The lender's 12 GPUs are idle; team-a (weight 2) and team-b (weight
+    // 1) have no quota of their own and more pods than fit.
+    let yaml = [
+        gpu_node("gpu-1", "a100"),
+        gpu_node("gpu-2", "a100"),
+        queue("root", None, "nvidia.com/gpu: 12"),
+        queue("lender", Some("root"), "nvidia.com/gpu: 12"),
+        queue("team-a", Some("root"), "nvidia.com/gpu: 0").replace("spec:\n", "spec:\n  weight: 2\n"),
+        queue("team-b", Some("root"), "nvidia.com/gpu: 0"),
+        pods("a", "team-a", 12),
+        pods("b", "team-b", 12),
+    ]
+    .concat();
+    let sim = run(&yaml);
+    assert_eq!((placed(&sim, "a"), placed(&sim, "b")), (8, 4));
+    // Equal weights: equal shares.
+    let sim = run(&yaml.replace("  weight: 2\n", ""));
+    assert_eq!((placed(&sim, "a"), placed(&sim, "b")), (6, 6));
+}
+
+#[test]
 fn a_queue_that_may_not_reclaim_waits() {
     let yaml = [two_teams("nvidia.com/gpu: 16"), gang("sweep", "team-a", 16, 0), pods("b", "team-b", 1)]
         .concat()

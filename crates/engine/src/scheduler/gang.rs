@@ -219,6 +219,9 @@ impl Scheduler {
             state.set_nominated(self.nominated());
             state.set_held(self.holds.index());
             state.write(profile.gpu_placement);
+            if !self.waiting.is_empty() {
+                state.write(crate::queues::Waiting(self.waiting.clone()));
+            }
             // A member alone preempts nothing: the gang preempts for all
             // its members at once, or not at all.
             state.set_skip_post_filter(!preempt);

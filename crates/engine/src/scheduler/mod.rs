@@ -184,6 +184,12 @@ pub struct Scheduler {
     gangs: Gangs,
     /// The gang of each pending member in the queue, by uid.
     gang_of: HashMap<String, String>,
+    /// Pods in the queue that belong to a Queue (quotas), by uid: the
+    /// queue, and whether the pod competes for quota (not yet tried, or
+    /// refused by quota last time), for fair sharing.
+    queued_in: HashMap<String, (String, bool)>,
+    /// The number of competing pods per queue, handed to each cycle.
+    waiting: Arc<HashMap<String, usize>>,
     /// Outcomes of a gang decided in one cycle, handed out one per call.
     ready: VecDeque<CycleOutcome>,
     /// Pending pods nominated to a node (by a preemption, or as the API
@@ -238,6 +244,8 @@ impl Scheduler {
             extenders: Vec::new(),
             gangs: Gangs::default(),
             gang_of: HashMap::new(),
+            queued_in: HashMap::new(),
+            waiting: Arc::default(),
             ready: VecDeque::new(),
             nominations: HashMap::new(),
             preemptions: HashMap::new(),
@@ -413,6 +421,7 @@ impl Scheduler {
         }
         self.gated.remove(&pod.uid);
         self.nominate(&pod);
+        self.track_queue(&pod);
         if self.queue.contains(&pod.uid) {
             self.queue.update(pod, now);
             self.fire(ClusterEvent::new(EventResource::UnscheduledPod, EventAction::Update), now);
@@ -450,6 +459,46 @@ impl Scheduler {
         }
         if !self.holds.is_empty() {
             self.holds.release(uid);
+        }
+        if !self.queued_in.is_empty() {
+            self.set_competing(uid, None);
+        }
+    }
+
+    /// Records whether pod `uid` competes for quota in a queue (None: it
+    /// does not, or left the scheduling queue), keeping the counts.
+    fn set_competing(&mut self, uid: &str, now: Option<(String, bool)>) {
+        let old = match &now {
+            Some(v) => self.queued_in.insert(uid.to_string(), v.clone()),
+            None => self.queued_in.remove(uid),
+        };
+        let change = |queue: &str, delta: isize, w: &mut Arc<HashMap<String, usize>>| {
+            let m = Arc::make_mut(w);
+            let n = m.entry(queue.to_string()).or_default();
+            *n = n.saturating_add_signed(delta);
+            if *n == 0 {
+                m.remove(queue);
+            }
+        };
+        if old == now {
+            return;
+        }
+        if let Some((q, true)) = &old {
+            change(q, -1, &mut self.waiting);
+        }
+        if let Some((q, true)) = &now {
+            change(q, 1, &mut self.waiting);
+        }
+    }
+
+    /// A pod entered the scheduling queue (or changed there): it competes
+    /// for its queue's quota, if it has one.
+    fn track_queue(&mut self, pod: &Pod) {
+        let queue = crate::queues::queue_of(pod, self.cache.namespaces()).map(str::to_string);
+        match queue {
+            Some(q) => self.set_competing(&pod.uid, Some((q, true))),
+            None if !self.queued_in.is_empty() => self.set_competing(&pod.uid, None),
+            None => {}
         }
     }
 
@@ -726,9 +775,18 @@ impl Scheduler {
         state.set_nominated(self.nominated());
         state.set_held(self.holds.index());
         state.write(profile.gpu_placement);
+        if !self.waiting.is_empty() {
+            state.write(crate::queues::Waiting(self.waiting.clone()));
+        }
         let decision = self.algorithm.schedule(&profile, &mut state, &qp.pod, &self.snapshot);
         let mut record = decision.record;
         let mut qp = qp;
+        if let Some((q, _)) = self.queued_in.get(&qp.pod.uid).cloned() {
+            // Refused by quota: still competing for it; placed or refused
+            // for another reason: not (until it changes).
+            let competing = decision.result.is_err() && state.read::<crate::queues::QuotaRefusal>().is_some();
+            self.set_competing(&qp.pod.uid, Some((q, competing)));
+        }
         match decision.result {
             Ok(ScheduleResult { node, .. }) => {
                 if record.preemption.is_none() && !self.preemptions.is_empty() {
