@@ -781,7 +781,9 @@ impl Scheduler {
         let decision = self.algorithm.schedule(&profile, &mut state, &qp.pod, &self.snapshot);
         let mut record = decision.record;
         let mut qp = qp;
-        if let Some((q, _)) = self.queued_in.get(&qp.pod.uid).cloned() {
+        if !self.queued_in.is_empty()
+            && let Some((q, _)) = self.queued_in.get(&qp.pod.uid).cloned()
+        {
             // Refused by quota: still competing for it; placed or refused
             // for another reason: not (until it changes).
             let competing = decision.result.is_err() && state.read::<crate::queues::QuotaRefusal>().is_some();
