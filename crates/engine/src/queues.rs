@@ -111,10 +111,6 @@ pub fn demand(pod: &Pod) -> Vec<(String, i64)> {
     out
 }
 
-fn demand_of(pod: &Pod) -> Vec<(String, i64)> {
-    demand(pod)
-}
-
 /// Pods waiting in the scheduling queue per queue, for fair sharing:
 /// those not yet tried, and those QueueQuota refused last time (pods
 /// refused for other reasons do not compete for quota). Kept by the
@@ -178,10 +174,6 @@ impl Queues {
 
     pub fn get(&self, name: &str) -> Option<&Queue> {
         self.specs.get(name)
-    }
-
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.specs.keys().map(String::as_str)
     }
 
     pub fn upsert(&mut self, q: Queue) {
@@ -377,7 +369,7 @@ impl Queues {
                 None => vec![c],
             };
             for u in unit {
-                trial.account(&u.queue, &demand_of(&u.pod), u.model.as_deref(), -1);
+                trial.account(&u.queue, &self::demand(&u.pod), u.model.as_deref(), -1);
                 victims.push(u.pod.clone());
             }
             if trial.admit(queue, demand).is_ok() {
@@ -457,9 +449,9 @@ impl Queues {
             .collect()
     }
 
-    /// Whether any queue in `queue`'s chain has a quota for `key`.
-    pub fn limits(&self, queue: &str, key: &str) -> bool {
-        self.chain(queue).is_ok_and(|c| c.iter().any(|q| q.quota.contains_key(key)))
+    /// Whether any queue in `queue`'s chain has a quota per GPU model.
+    pub fn limits_models(&self, queue: &str) -> bool {
+        self.chain(queue).is_ok_and(|c| c.iter().any(|q| q.quota.keys().any(|k| k.contains(':'))))
     }
 
     /// Bound or assumed pods of `queue` itself.

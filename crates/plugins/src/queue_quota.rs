@@ -117,8 +117,7 @@ impl PreFilterPlugin for QueueQuota {
             return (PreFilterResult::default(), Status::unresolvable(why));
         }
         let gpu_milli = want.iter().find(|(k, _)| k == engine::facts::GPU_RESOURCE).map_or(0, |(_, v)| *v);
-        let by_model = gpu_milli > 0
-            && queues.names().any(|q| queues.get(q).is_some_and(|q| q.quota.keys().any(|k| k.contains(':'))));
+        let by_model = gpu_milli > 0 && queues.limits_models(queue);
         if !by_model {
             return (PreFilterResult::default(), Status::skip());
         }

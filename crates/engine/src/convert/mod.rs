@@ -83,6 +83,16 @@ pub(super) fn json_values(values: Option<&Vec<String>>) -> String {
     serde_json::to_string(&values).unwrap_or_else(|_| "null".to_string())
 }
 
+/// A CRD's int-or-string quantity as text; anything else is an error at
+/// `path`.
+pub(super) fn int_or_string(v: &serde_json::Value, path: impl Into<String>) -> Result<String, ConvertError> {
+    match v {
+        serde_json::Value::String(s) => Ok(s.clone()),
+        serde_json::Value::Number(n) => Ok(n.to_string()),
+        other => Err(invalid(path, other, "must be a quantity")),
+    }
+}
+
 pub(super) fn non_empty(s: Option<&String>) -> Option<String> {
     s.filter(|s| !s.is_empty()).cloned()
 }

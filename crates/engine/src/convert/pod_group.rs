@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
 use super::resources::{parse_resource_list, to_resources};
-use super::{ConvertError, DEFAULT_NAMESPACE, invalid, non_empty, required};
+use super::{ConvertError, DEFAULT_NAMESPACE, int_or_string, invalid, non_empty, required};
 use crate::gang::{ANNOTATION_TOPOLOGY_KEY, PodGroup};
 
 /// A PodGroup object. Unknown fields are errors, as `kubectl apply`'s
@@ -54,11 +54,7 @@ pub fn pod_group_from_object(obj: &PodGroupObject) -> Result<PodGroup, ConvertEr
     };
     let mut quantities: BTreeMap<String, K8sQuantity> = BTreeMap::new();
     for (res, v) in obj.spec.min_resources.iter().flatten() {
-        let text = match v {
-            serde_json::Value::String(s) => s.clone(),
-            serde_json::Value::Number(n) => n.to_string(),
-            other => return Err(invalid(format!("spec.minResources.{res}"), other, "must be a quantity")),
-        };
+        let text = int_or_string(v, format!("spec.minResources.{res}"))?;
         quantities.insert(res.clone(), K8sQuantity(text));
     }
     let min_resources = to_resources(&parse_resource_list(Some(&quantities), "spec.minResources")?, false);

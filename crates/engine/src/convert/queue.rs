@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
-use super::{ConvertError, invalid, non_empty, required};
+use super::{ConvertError, int_or_string, invalid, non_empty, required};
 use crate::facts::GPU_RESOURCE;
 use crate::quantity::Quantity;
 use crate::queues::Queue;
@@ -67,11 +67,7 @@ fn amounts(
         {
             return Err(invalid(path, format!("{key:?}"), "a model is named only as nvidia.com/gpu:MODEL"));
         }
-        let text = match v {
-            serde_json::Value::String(s) => s.clone(),
-            serde_json::Value::Number(n) => n.to_string(),
-            other => return Err(invalid(path, other, "must be a quantity")),
-        };
+        let text = int_or_string(v, path.clone())?;
         let q = Quantity::parse(&text).map_err(|e| invalid(path.clone(), format!("{text:?}"), e.reason))?;
         if q.signum() < 0 {
             return Err(invalid(path, format!("{text:?}"), "must be greater than or equal to 0"));
