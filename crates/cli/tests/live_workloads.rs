@@ -89,14 +89,18 @@ fn queues(c: &Cluster) {
         ("8".to_string(), Some(2)),
         "{status}"
     );
-    let (_, metrics) = sched.get("/metrics");
-    let used = metrics.lines().find_map(|l| {
-        l.strip_prefix("gpu_scheduler_queue_usage{queue=\"team-a\",resource=\"nvidia.com/gpu\"} ")?
-            .trim()
-            .parse::<f64>()
-            .ok()
+    // The gauges are refreshed once a second, apart from the status
+    // (which any scheduler watching the Queue may have written first).
+    wait_for(30, "team-a's usage in /metrics", || {
+        let (_, metrics) = sched.get("/metrics");
+        let used = metrics.lines().find_map(|l| {
+            l.strip_prefix("gpu_scheduler_queue_usage{queue=\"team-a\",resource=\"nvidia.com/gpu\"} ")?
+                .trim()
+                .parse::<f64>()
+                .ok()
+        });
+        (used == Some(16.0)).then_some(())
     });
-    assert_eq!(used, Some(16.0), "{metrics}");
     let message = |ns: &str, pod: &str| -> Option<String> {
         let p = c.get_json(&["pod", pod, "-n", ns]);
         let cond = p["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == "PodScheduled")?.clone();
