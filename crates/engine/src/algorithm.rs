@@ -127,6 +127,10 @@ impl Algorithm {
         }
     }
 
+    pub fn set_percentage_of_nodes_to_score(&mut self, pct: u32) {
+        self.percentage_of_nodes_to_score = pct;
+    }
+
     pub fn set_extenders(&mut self, extenders: Vec<Arc<dyn Extender>>) {
         self.extenders = extenders;
     }
@@ -258,6 +262,7 @@ impl Algorithm {
         let mut record = DecisionRecord {
             pod: pod.key(),
             profile: profile.scheduler_name.clone(),
+            policy: profile.policy_rule.clone(),
             total_nodes: snap.nodes().len(),
             nodes: snap.names().clone(),
             ..Default::default()
@@ -767,6 +772,8 @@ mod tests {
             bind: vec![],
             post_bind: vec![],
             gpu_placement: Default::default(),
+            policy_switch: None,
+            policy_rule: None,
         }
     }
 

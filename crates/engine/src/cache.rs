@@ -19,6 +19,7 @@ use crate::dra::{DeviceClass, DraObjects, PodAllocations, ResourceClaim, Slice};
 use crate::facts::{Cloud, FactWarning, FactsConfig, NodeFacts, service_identity};
 use crate::model::{LABEL_REGION, LABEL_ZONE, Labels, Node, Pod, PodRef};
 pub use crate::node_info::{FactCounts, NodeInfo, NodeSummary, NodeView};
+use crate::policy_switch::Load;
 use crate::provided_facts::ProvidedFacts;
 use crate::queues::{Queue, Queues};
 use crate::resources::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST};
@@ -780,6 +781,8 @@ impl Cache {
             let old = &snap.nodes[i];
             affinity_changed |= old.pods_with_affinity.len() != info.pods_with_affinity.len()
                 || old.pods_with_required_anti_affinity.len() != info.pods_with_required_anti_affinity.len();
+            snap.load.apply(old, -1);
+            snap.load.apply(info, 1);
             snap.nodes[i] = info.clone();
             let summary = info.summary();
             snap.fact_counts.apply(&snap.summaries[i], -1);
@@ -849,6 +852,10 @@ impl Cache {
         for s in &snap.summaries {
             snap.fact_counts.apply(s, 1);
         }
+        snap.load = Load::default();
+        for n in &order {
+            snap.load.apply(n, 1);
+        }
         snap.names = order.iter().map(|n| n.name().to_string()).collect();
         snap.nodes = order;
         snap.index_affinity();
@@ -913,6 +920,8 @@ pub struct Snapshot {
     summaries: Vec<NodeSummary>,
     /// Over `summaries`.
     fact_counts: FactCounts,
+    /// The cluster's load over `nodes`, for policy switching.
+    load: Load,
     /// Service stats by service identity (see [`ServiceStats`]).
     services: HashMap<String, Arc<ServiceStats>>,
     /// `nodes[i].name()`, shared with decision records: a record names its
@@ -944,6 +953,11 @@ pub struct Snapshot {
 impl Snapshot {
     pub fn new() -> Self {
         Snapshot::default()
+    }
+
+    /// The cluster's GPU and CPU allocation.
+    pub fn load(&self) -> &Load {
+        &self.load
     }
 
     /// How many nodes have each policy fact.

@@ -326,6 +326,9 @@ pub struct ProfileConfig {
     /// How GPU pods are placed: `fragmentation`, `binpack` or `spread`.
     #[serde(default)]
     pub gpu_placement: GpuPlacement,
+    /// Other placements and weights, picked by the cluster's load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_switch: Option<crate::policy_switch::PolicySwitchConfig>,
 }
 
 fn default_scheduler_name() -> String {
@@ -343,6 +346,7 @@ impl Default for ProfileConfig {
             node_selector: None,
             starvation_guard: crate::starvation::StarvationGuardConfig::default(),
             gpu_placement: GpuPlacement::default(),
+            policy_switch: None,
         }
     }
 }
@@ -426,6 +430,26 @@ pub fn parse(yaml: &str) -> Result<Configuration, ConfigError> {
 }
 
 impl Configuration {
+    /// The settings of `new` that differ from `self` and that a running
+    /// scheduler applies only when it restarts (its connections, its
+    /// election, and what its cache derived from node objects and pods).
+    pub fn restart_needed(&self, new: &Configuration) -> Vec<&'static str> {
+        let mut fields = Vec::new();
+        if self.client_connection != new.client_connection {
+            fields.push("clientConnection");
+        }
+        if self.leader_election != new.leader_election {
+            fields.push("leaderElection");
+        }
+        if self.node_facts != new.node_facts {
+            fields.push("nodeFacts");
+        }
+        if self.gpu_shapes != new.gpu_shapes {
+            fields.push("gpuShapes");
+        }
+        fields
+    }
+
     /// Field checks that serde's types cannot express.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.api_version != API_VERSION {
@@ -492,6 +516,9 @@ impl Configuration {
             }
             p.starvation_guard.validate(&format!("{path}.starvationGuard"))?;
             p.plugins.validate_weights(&format!("{path}.plugins"))?;
+            if let Some(ps) = &p.policy_switch {
+                ps.validate(&format!("{path}.policySwitch"))?;
+            }
             let mut seen = HashSet::new();
             for (j, pc) in p.plugin_config.iter().enumerate() {
                 if !seen.insert(pc.name.as_str()) {

@@ -92,6 +92,8 @@ pub struct ScoreColumn {
 pub struct DecisionRecord {
     pub pod: String,
     pub profile: String,
+    /// The profile's `policySwitch` rule in force, if any.
+    pub policy: Option<String>,
     pub node: Option<String>,
     pub message: Option<String>,
     pub total_nodes: usize,
@@ -206,6 +208,8 @@ pub struct NodeVerdict {
 pub struct Explanation {
     pub pod: String,
     pub profile: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
     pub node: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
@@ -287,6 +291,7 @@ impl DecisionRecord {
         Explanation {
             pod: self.pod.clone(),
             profile: self.profile.clone(),
+            policy: self.policy.clone(),
             node: self.node.clone(),
             message: self.message.clone(),
             total_nodes: self.total_nodes,

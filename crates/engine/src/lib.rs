@@ -20,6 +20,7 @@ pub mod gang;
 pub mod instrument;
 pub mod model;
 pub mod node_info;
+pub mod policy_switch;
 pub mod profile;
 pub mod provided_facts;
 pub mod quantity;

@@ -12,6 +12,7 @@ use crate::convert::label_selector;
 use crate::devices::GpuPlacement;
 use crate::framework::Plugin;
 use crate::model::LabelSelector;
+use crate::policy_switch::PolicySwitch;
 use crate::registry::Registry;
 use crate::starvation::StarvationGuardConfig;
 
@@ -54,6 +55,10 @@ pub struct Profile {
     /// How GPU pods are placed (`gpuPlacement`): read by the GPU score
     /// plugins from the cycle state, and used to pick devices at assume.
     pub gpu_placement: GpuPlacement,
+    /// The profile as each `policySwitch` rule changes it; None without rules.
+    pub policy_switch: Option<Arc<PolicySwitch>>,
+    /// In such a variant, the rule it is built for.
+    pub policy_rule: Option<String>,
 }
 
 impl std::fmt::Debug for Profile {
@@ -231,7 +236,40 @@ fn build_profile(
             })
             .transpose()
     };
+    let policy_switch = match &cfg.policy_switch {
+        Some(ps) => Some(Arc::new(PolicySwitch {
+            config: ps.clone(),
+            variants: ps
+                .rules
+                .iter()
+                .enumerate()
+                .map(|(k, rule)| {
+                    // The rule's weights go where the user would write them:
+                    // after the profile's own score settings.
+                    let mut variant = cfg.clone();
+                    variant.policy_switch = None;
+                    if let Some(p) = rule.gpu_placement {
+                        variant.gpu_placement = p;
+                    }
+                    for (name, w) in &rule.weights {
+                        variant
+                            .plugins
+                            .score
+                            .enabled
+                            .push(crate::config::PluginRef { name: name.clone(), weight: Some(*w) });
+                    }
+                    let mut built =
+                        build_profile(&variant, &format!("{path}.policySwitch.rules[{k}]"), registry, defaults)?;
+                    built.policy_rule = Some(rule.name.clone());
+                    Ok(Arc::new(built))
+                })
+                .collect::<Result<_, _>>()?,
+        })),
+        None => None,
+    };
     Ok(Profile {
+        policy_switch,
+        policy_rule: None,
         scheduler_name: cfg.scheduler_name.clone(),
         percentage_of_nodes_to_score: cfg.percentage_of_nodes_to_score,
         pod_selector: selector(&cfg.pod_selector, "podSelector")?,

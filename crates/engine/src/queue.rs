@@ -155,6 +155,13 @@ impl SchedulingQueue {
         }
     }
 
+    /// New backoff bounds (a reloaded configuration); pods already backing
+    /// off keep their expiry.
+    pub fn set_backoff(&mut self, initial: Millis, max: Millis) {
+        self.initial_backoff = initial;
+        self.max_backoff = max;
+    }
+
     pub fn lengths(&self) -> QueueLengths {
         let mut l = QueueLengths { active: self.active.len(), ..Default::default() };
         for p in self.place.values() {

@@ -70,6 +70,24 @@ pub fn to_json(sim: &Simulation, explain: Option<&Explanation>) -> Value {
     if !sim.warnings.is_empty() {
         out["warnings"] = json!(sim.warnings);
     }
+    if !sim.policy_switches.is_empty() {
+        let switches: Vec<Value> = sim
+            .policy_switches
+            .iter()
+            .map(|(at, s)| {
+                json!({
+                    "atDecision": at,
+                    "schedulerName": s.scheduler_name,
+                    "profile": s.profile,
+                    "from": s.from,
+                    "to": s.to,
+                    "metric": s.metric.as_str(),
+                    "percent": (s.value * 100.0).round() / 100.0,
+                })
+            })
+            .collect();
+        out["policySwitches"] = json!(switches);
+    }
     let d = &sim.spot_drain;
     if !d.draining.is_empty() || !d.untaint.is_empty() {
         out["spotDrain"] = spot_drain_json(d);
@@ -245,6 +263,13 @@ pub fn to_table(sim: &Simulation) -> String {
         }
         out.push('\n');
     }
+    if !sim.policy_switches.is_empty() {
+        out.push_str(&format!("Policy switches ({}):\n", sim.policy_switches.len()));
+        for (at, s) in &sim.policy_switches {
+            out.push_str(&format!("  at decision {at}: {}\n", s.message()));
+        }
+        out.push('\n');
+    }
     let d = &sim.spot_drain;
     if !d.draining.is_empty() || !d.untaint.is_empty() {
         out.push_str(&spot_drain_table(d));
@@ -280,9 +305,10 @@ pub fn to_table(sim: &Simulation) -> String {
 /// normalised × weight scores or the rejecting plugin and reason.
 pub fn explanation_table(e: &Explanation) -> String {
     let mut out = format!(
-        "Decision for {} (profile {}): {}\n",
+        "Decision for {} (profile {}{}): {}\n",
         e.pod,
         e.profile,
+        e.policy.as_ref().map(|r| format!(", policy {r}")).unwrap_or_default(),
         match &e.node {
             Some(n) => format!("scheduled to {n}"),
             None => "not scheduled".to_string(),

@@ -122,6 +122,9 @@ pub struct Simulation {
     pub gpu: GpuOutcome,
     /// What the spot rebalancer would do at `now` (`spotDrain`).
     pub spot_drain: engine::spot_drain::DrainPlan,
+    /// Each change of a profile's `policySwitch` rule, with the number of
+    /// decisions taken before it.
+    pub policy_switches: Vec<(usize, engine::policy_switch::PolicySwitched)>,
 }
 
 /// What became of the cluster's GPUs.
@@ -548,8 +551,11 @@ fn simulate_in_pool(
         }
     };
     let (mut idle_jumps, mut idle_since) = (0u32, now);
+    let mut policy_switches = Vec::new();
     loop {
-        let Some(outcome) = sched.schedule_one(now) else {
+        let outcome = sched.schedule_one(now);
+        policy_switches.extend(sched.take_policy_switches().into_iter().map(|s| (decisions, s)));
+        let Some(outcome) = outcome else {
             match sched.queue().next_backoff_expiry() {
                 Some(t) if idle_jumps < IDLE_JUMPS && t.saturating_sub(idle_since) <= IDLE_TIME => {
                     now = now.max(t);
@@ -653,6 +659,7 @@ fn simulate_in_pool(
         seed: opts.seed,
         gpu,
         spot_drain,
+        policy_switches,
     })
 }
 

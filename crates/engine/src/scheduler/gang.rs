@@ -441,6 +441,7 @@ impl Scheduler {
             let mut record = unplaced.remove(&qp.pod.uid).map(|u| u.record).unwrap_or_else(|| DecisionRecord {
                 pod: qp.pod.key(),
                 profile: profile.scheduler_name.clone(),
+                policy: profile.policy_rule.clone(),
                 total_nodes: self.snapshot.nodes().len(),
                 nodes: self.snapshot.names().clone(),
                 ..Default::default()
@@ -468,6 +469,7 @@ impl Scheduler {
         let record = DecisionRecord {
             pod: qp.pod.key(),
             profile: profile.scheduler_name.clone(),
+            policy: profile.policy_rule.clone(),
             message: Some(message.clone()),
             ..Default::default()
         };

@@ -24,6 +24,7 @@ use crate::facts::FactWarning;
 use crate::framework::{Binder, ClusterEvent, Code, CycleState, EventAction, EventResource, Nominated, Plugin, Status};
 use crate::gang::{GangStatus, Gangs, PodGroup};
 use crate::model::{LabelSelector, Labels, Node, Pod, PodRef};
+use crate::policy_switch::PolicySwitched;
 use crate::profile::Profile;
 use crate::provided_facts::ProvidedFacts;
 use crate::queue::{QueuedPod, SchedulingQueue};
@@ -200,6 +201,56 @@ pub struct Scheduler {
     preemptions: HashMap<String, crate::explain::PreemptionRecord>,
     /// Nodes held for starving GPU pods.
     holds: Holds,
+    /// The `policySwitch` rule active per profile (by index), if any.
+    active_policies: Vec<Option<usize>>,
+    /// Rule changes not yet taken by the driver.
+    policy_switches: Vec<PolicySwitched>,
+    /// Pending pods naming one of our schedulerNames that no profile's
+    /// podSelector takes (another scheduler's canary): a reconfiguration
+    /// may make them ours.
+    unclaimed: HashMap<String, PodRef>,
+}
+
+/// Events each plugin of `profiles` registered (a policy rule's variant
+/// registers its plugins' events too: the rule may be active).
+fn plugin_events(profiles: &[Arc<Profile>]) -> HashMap<&'static str, Vec<ClusterEvent>> {
+    let mut events = gang::events();
+    // A pod kept off a held node may go there once the holder is placed.
+    events.insert(
+        STARVATION_GUARD,
+        vec![ClusterEvent::any(EventResource::AssignedPod), ClusterEvent::any(EventResource::Node)],
+    );
+    let variants = profiles.iter().flat_map(|p| p.policy_switch.iter().flat_map(|ps| ps.variants.iter()));
+    for p in profiles.iter().chain(variants) {
+        for plugin in p.plugins() {
+            events.entry(plugin.name()).or_insert_with(|| plugin.events_to_register());
+        }
+    }
+    events
+}
+
+/// Profile indices by schedulerName, in configuration order.
+fn by_name(profiles: &[Arc<Profile>]) -> HashMap<String, Vec<usize>> {
+    let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, p) in profiles.iter().enumerate() {
+        by_name.entry(p.scheduler_name.clone()).or_default().push(i);
+    }
+    by_name
+}
+
+/// Why a new configuration cannot be applied to a running scheduler.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconfigureError {
+    #[error(transparent)]
+    NoProfiles(#[from] NoProfiles),
+    /// The watches select pods by schedulerName.
+    #[error(
+        "profiles: the schedulerNames {new:?} differ from the running ones {old:?}; watching other names needs a restart"
+    )]
+    SchedulerNames { old: Vec<String>, new: Vec<String> },
+    /// One queue orders the pods of every profile.
+    #[error("profiles[0].plugins.queueSort: {new} would replace {old}; the queue's order changes only at a restart")]
+    QueueSort { old: &'static str, new: &'static str },
 }
 
 /// Raised when the configuration has no profile (never after validation).
@@ -210,26 +261,12 @@ pub struct NoProfiles;
 impl Scheduler {
     pub fn new(cfg: &Configuration, profiles: Vec<Profile>, seed: u64) -> Result<Self, NoProfiles> {
         let sorter = profiles.first().ok_or(NoProfiles)?.queue_sort.clone();
-        let mut plugin_events = gang::events();
-        // A pod kept off a held node may go there once the holder is placed.
-        plugin_events.insert(
-            STARVATION_GUARD,
-            vec![ClusterEvent::any(EventResource::AssignedPod), ClusterEvent::any(EventResource::Node)],
-        );
-        for p in &profiles {
-            for plugin in p.plugins() {
-                plugin_events.entry(plugin.name()).or_insert_with(|| plugin.events_to_register());
-            }
-        }
         let profiles: Vec<Arc<Profile>> = profiles.into_iter().map(Arc::new).collect();
-        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
-        for (i, p) in profiles.iter().enumerate() {
-            by_name.entry(p.scheduler_name.clone()).or_default().push(i);
-        }
+        let profile_count = profiles.len();
         Ok(Scheduler {
-            by_name,
+            plugin_events: plugin_events(&profiles),
+            by_name: by_name(&profiles),
             profiles,
-            plugin_events,
             cache: Cache::for_config(cfg),
             fact_warnings: HashSet::new(),
             new_warnings: Vec::new(),
@@ -250,6 +287,9 @@ impl Scheduler {
             nominations: HashMap::new(),
             preemptions: HashMap::new(),
             holds: Holds::default(),
+            active_policies: vec![None; profile_count],
+            policy_switches: Vec::new(),
+            unclaimed: HashMap::new(),
         })
     }
 
@@ -262,6 +302,79 @@ impl Scheduler {
     pub fn set_extenders(&mut self, extenders: Vec<Arc<dyn Extender>>) {
         self.algorithm.set_extenders(extenders.clone());
         self.extenders = extenders;
+    }
+
+    /// Applies a new configuration between cycles (hot reload): profiles
+    /// (plugins, weights, args, policy rules), the scoring percentage,
+    /// backoffs, the assumed-pod expiry and extenders. Pods are re-sorted
+    /// to the new profiles and every unschedulable pod is retried. The
+    /// schedulerNames and the queue sort plugin must stay; the settings
+    /// [`Configuration::restart_needed`] lists wait for a restart.
+    pub fn reconfigure(
+        &mut self,
+        cfg: &Configuration,
+        profiles: Vec<Profile>,
+        extenders: Vec<Arc<dyn Extender>>,
+        now: Millis,
+    ) -> Result<(), ReconfigureError> {
+        let names = |ps: &mut dyn Iterator<Item = &str>| {
+            let set: std::collections::BTreeSet<String> = ps.map(str::to_string).collect();
+            set.into_iter().collect::<Vec<_>>()
+        };
+        let old = names(&mut self.profiles.iter().map(|p| p.scheduler_name.as_str()));
+        let new = names(&mut profiles.iter().map(|p| p.scheduler_name.as_str()));
+        if old != new {
+            return Err(ReconfigureError::SchedulerNames { old, new });
+        }
+        let sorter = profiles.first().ok_or(NoProfiles)?.queue_sort.name();
+        let running = self.profiles.first().map_or(sorter, |p| p.queue_sort.name());
+        if sorter != running {
+            return Err(ReconfigureError::QueueSort { old: running, new: sorter });
+        }
+        // An active rule stays active if the new profile has a rule of its name.
+        let active_names: Vec<Option<String>> = self
+            .profiles
+            .iter()
+            .zip(&self.active_policies)
+            .map(|(p, a)| Some(p.policy_switch.as_ref()?.config.rules.get((*a)?)?.name.clone()))
+            .collect();
+        let profiles: Vec<Arc<Profile>> = profiles.into_iter().map(Arc::new).collect();
+        self.active_policies = profiles
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let name = active_names.get(i)?.as_ref()?;
+                p.policy_switch.as_ref()?.config.rules.iter().position(|r| &r.name == name)
+            })
+            .collect();
+        self.plugin_events = plugin_events(&profiles);
+        self.by_name = by_name(&profiles);
+        self.profiles = profiles;
+        self.queue.set_backoff(cfg.pod_initial_backoff_seconds * 1000, cfg.pod_max_backoff_seconds * 1000);
+        self.algorithm.set_percentage_of_nodes_to_score(cfg.percentage_of_nodes_to_score);
+        self.cache.set_assumed_ttl(cfg.assumed_pod_ttl_seconds.saturating_mul(1000));
+        self.set_extenders(extenders);
+
+        // Pods re-sorted: those no profile takes now leave the queue;
+        // gated and unclaimed pods are offered again (PreEnqueue plugins
+        // and podSelectors may have changed).
+        for pod in self.queue.pending_pods() {
+            if self.profile_for(&pod).is_none() {
+                self.queue.delete(&pod.uid);
+                self.left_queue(&pod.uid);
+                if self.by_name.contains_key(&pod.scheduler_name) {
+                    self.unclaimed.insert(pod.uid.clone(), pod);
+                }
+            }
+        }
+        let again: Vec<PodRef> =
+            self.gated.drain().map(|(_, p)| p).chain(self.unclaimed.drain().map(|(_, p)| p)).collect();
+        for pod in again {
+            self.on_pod_upsert(Pod::clone(&pod), now);
+        }
+        // Any plugin may now decide otherwise.
+        self.queue.on_event(ClusterEvent::any(EventResource::Node), now, &|_, _| true);
+        Ok(())
     }
 
     /// Times extension points and plugins for metrics (see
@@ -301,11 +414,64 @@ impl Scheduler {
     }
 
     fn profile_for(&self, pod: &Pod) -> Option<&Arc<Profile>> {
+        self.profile_index_for(pod).map(|i| &self.profiles[i])
+    }
+
+    fn profile_index_for(&self, pod: &Pod) -> Option<usize> {
         self.by_name
             .get(&pod.scheduler_name)?
             .iter()
-            .map(|&i| &self.profiles[i])
-            .find(|p| p.pod_selector.as_ref().is_none_or(|s| s.matches(&pod.labels)))
+            .copied()
+            .find(|&i| self.profiles[i].pod_selector.as_ref().is_none_or(|s| s.matches(&pod.labels)))
+    }
+
+    /// Profile `i` as its `policySwitch` rules make it under the
+    /// snapshot's load (the snapshot is up to date); a change of the
+    /// active rule is recorded for [`Scheduler::take_policy_switches`].
+    fn switched_profile(&mut self, i: usize) -> Arc<Profile> {
+        let profile = &self.profiles[i];
+        let Some(ps) = &profile.policy_switch else { return profile.clone() };
+        let before = self.active_policies[i];
+        let load = self.snapshot.load();
+        let after = ps.config.next(before, load);
+        if after != before {
+            let decided_by = after.or(before).and_then(|k| ps.config.rules.get(k));
+            if let Some(rule) = decided_by {
+                let name = |k: Option<usize>| k.and_then(|k| ps.config.rules.get(k)).map(|r| r.name.clone());
+                self.policy_switches.push(PolicySwitched {
+                    scheduler_name: profile.scheduler_name.clone(),
+                    profile: i,
+                    from: name(before),
+                    to: name(after),
+                    metric: rule.when.metric,
+                    value: load.percent(rule.when.metric).unwrap_or(0.0),
+                });
+            }
+            self.active_policies[i] = after;
+        }
+        match after.and_then(|k| ps.variants.get(k)) {
+            Some(variant) => variant.clone(),
+            None => profile.clone(),
+        }
+    }
+
+    /// Policy rule changes since the last call, oldest first.
+    pub fn take_policy_switches(&mut self) -> Vec<PolicySwitched> {
+        std::mem::take(&mut self.policy_switches)
+    }
+
+    /// The active `policySwitch` rule of each profile that has rules:
+    /// (schedulerName, profile index, rule name or None).
+    pub fn active_policies(&self) -> Vec<(&str, usize, Option<&str>)> {
+        self.profiles
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                let ps = p.policy_switch.as_ref()?;
+                let rule = self.active_policies[i].and_then(|k| ps.config.rules.get(k)).map(|r| r.name.as_str());
+                Some((p.scheduler_name.as_str(), i, rule))
+            })
+            .collect()
     }
 
     /// Node fact warnings not yet taken, each reported once per node,
@@ -380,6 +546,7 @@ impl Scheduler {
         if pod.node_name.is_some() {
             self.queue.delete(&pod.uid);
             self.gated.remove(&pod.uid);
+            self.unclaimed.remove(&pod.uid);
             self.left_queue(&pod.uid);
             if let Some(key) = pod.group_key() {
                 self.gangs.touch(&key);
@@ -404,7 +571,13 @@ impl Scheduler {
             debug_assert!(result.is_ok(), "{result:?}");
             return;
         }
-        let Some(profile) = self.profile_for(&pod).cloned() else { return };
+        let Some(profile) = self.profile_for(&pod).cloned() else {
+            if self.by_name.contains_key(&pod.scheduler_name) {
+                self.unclaimed.insert(pod.uid.clone(), pod);
+            }
+            return;
+        };
+        self.unclaimed.remove(&pod.uid);
         if self.cache.pod(&pod.uid).is_some() {
             // Assumed (our decision, not yet confirmed), or already seen
             // bound: a node name is never unset, so this is a stale view
@@ -732,12 +905,14 @@ impl Scheduler {
     pub fn on_unassigned_pod_delete(&mut self, uid: &str) {
         self.queue.delete(uid);
         self.gated.remove(uid);
+        self.unclaimed.remove(uid);
         self.left_queue(uid);
     }
 
     pub fn on_pod_delete(&mut self, uid: &str, now: Millis) {
         self.queue.delete(uid);
         self.gated.remove(uid);
+        self.unclaimed.remove(uid);
         self.left_queue(uid);
         let group = if self.cache.has_groups() { self.cache.pod(uid).and_then(|p| p.group_key()) } else { None };
         if self.cache.remove_pod(uid).is_ok() {
@@ -757,10 +932,12 @@ impl Scheduler {
             return Some(outcome);
         }
         let qp = self.queue.pop(now)?;
-        let Some(profile) = self.profile_for(&qp.pod).cloned() else {
+        let Some(index) = self.profile_index_for(&qp.pod) else {
             self.queue.done(&qp.pod.uid);
             return None;
         };
+        self.cache.update_snapshot(&mut self.snapshot);
+        let profile = self.switched_profile(index);
         if let Some(key) = qp.pod.group_key() {
             let view = self.gangs.view(&key, self.cache.group_counts(&key).placed);
             if view.needed() > 0 || view.spec.is_none() {
@@ -769,7 +946,6 @@ impl Scheduler {
             }
             // The gang has its minMember: later members join like ordinary pods.
         }
-        self.cache.update_snapshot(&mut self.snapshot);
         let mut state = CycleState::at(now);
         state.set_node_selector(profile.node_selector.clone());
         state.set_nominated(self.nominated());
