@@ -217,6 +217,14 @@ struct RunArgs {
     /// neither.
     #[arg(long)]
     dry_run: bool,
+    /// How often the --config file is read for changes, applied without a
+    /// restart when valid (Go duration; 0s: never).
+    #[arg(long, default_value = "2s")]
+    config_check_interval: String,
+    /// The ConfigMap (NAMESPACE/NAME) mounted as the --config file: Events
+    /// about reloads and policy switches are recorded on it.
+    #[arg(long)]
+    config_map: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -319,13 +327,10 @@ impl App {
         let Some(path) = path else { return Ok((Configuration::default(), Vec::new())) };
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display())).map_err(bad_config)?;
-        let cfg = config::parse(&text).with_context(|| format!("{}", path.display())).map_err(bad_config)?;
-        build_profiles(&cfg, &self.registry, &self.defaults)
+        let loaded = build_config(&text, &self.registry, &self.defaults)
             .with_context(|| format!("{}", path.display()))
             .map_err(bad_config)?;
-        let extenders =
-            extender::from_config(&cfg.extenders).with_context(|| format!("{}", path.display())).map_err(bad_config)?;
-        Ok((cfg, extenders))
+        Ok((loaded.config, loaded.extenders))
     }
 
     fn check_config(&self, path: &PathBuf) -> Result<(), Exit> {
@@ -452,8 +457,23 @@ impl App {
     }
 
     fn run_live(&self, args: RunArgs) -> Result<(), Exit> {
-        let (cfg, extenders) = self.load_config(args.config.as_ref())?;
-        let profiles = build_profiles(&cfg, &self.registry, &self.defaults).map_err(bad_config)?;
+        let (text, loaded) = match &args.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))
+                    .map_err(bad_config)?;
+                let loaded = build_config(&text, &self.registry, &self.defaults)
+                    .with_context(|| format!("{}", path.display()))
+                    .map_err(bad_config)?;
+                (text, loaded)
+            }
+            None => {
+                let config = Configuration::default();
+                let profiles = build_profiles(&config, &self.registry, &self.defaults).map_err(bad_config)?;
+                (String::new(), live::reload::Loaded { config, profiles, extenders: Vec::new() })
+            }
+        };
+        let live::reload::Loaded { config: cfg, profiles, extenders } = loaded;
         let mut scheduler = engine::scheduler::Scheduler::new(&cfg, profiles, args.seed).map_err(bad_config)?;
         scheduler.set_extenders(extenders);
         let instance = std::env::var("HOSTNAME").unwrap_or_else(|_| "gpu-scheduler".into());
@@ -462,20 +482,37 @@ impl App {
             le.leader_elect.then(|| live::leader::Campaign::from_config(le, live::leader::identity()));
         let metrics = std::sync::Arc::new(live::metrics::Metrics::new());
         let explanations = args.enable_explain_endpoint.then(std::sync::Arc::default);
+        let config_map = match &args.config_map {
+            Some(s) => Some(
+                s.split_once('/')
+                    .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains('/'))
+                    .map(|(ns, name)| (ns.to_string(), name.to_string()))
+                    .ok_or_else(|| bad_config(anyhow::anyhow!("--config-map {s:?}: expected NAMESPACE/NAME")))?,
+            ),
+            None => None,
+        };
+        let interval = config::go_duration::parse(&args.config_check_interval)
+            .map_err(|e| bad_config(anyhow::anyhow!("--config-check-interval: {e}")))?;
+        let reload = match &args.config {
+            Some(path) if !interval.is_zero() => {
+                let (registry, defaults, shown) =
+                    (self.registry.clone(), self.defaults.clone(), path.display().to_string());
+                let loader: live::reload::Loader = std::sync::Arc::new(move |text: &str| {
+                    build_config(text, &registry, &defaults).map_err(|e| format!("{shown}: {e:#}"))
+                });
+                Some(live::reload::ConfigSource { path: path.clone(), text, loader, interval, config_map })
+            }
+            _ => None,
+        };
         let options = live::RunOptions {
             bind_concurrency: args.bind_concurrency,
             instance,
             leader_election,
             metrics: metrics.clone(),
             explanations: explanations.clone(),
-            spot_drain: {
-                let mut d = cfg.spot_drain.clone();
-                if args.dry_run {
-                    d.enabled = true;
-                    d.dry_run = true;
-                }
-                d.enabled.then_some(d)
-            },
+            config: cfg.clone(),
+            spot_dry_run: args.dry_run,
+            reload,
         };
         let rt = runtime()?;
         rt.block_on(async {
@@ -489,6 +526,15 @@ impl App {
             Ok(())
         })
     }
+}
+
+/// A configuration's text parsed, validated, and its profiles and
+/// extenders built: what `run` starts with and what a reload applies.
+fn build_config(text: &str, registry: &Registry, defaults: &[DefaultPlugin]) -> anyhow::Result<live::reload::Loaded> {
+    let config = config::parse(text)?;
+    let profiles = build_profiles(&config, registry, defaults)?;
+    let extenders = extender::from_config(&config.extenders)?;
+    Ok(live::reload::Loaded { config, profiles, extenders })
 }
 
 /// The configuration's name in reports.

@@ -3,7 +3,10 @@
 //! hardware alert from a Warning Event, temperatures from a real Prometheus
 //! (Debian's `prometheus`, started here, scraping a small static exporter),
 //! and the spot rebalancer emptying an expiring node through the Eviction
-//! API while a PodDisruptionBudget holds. No kubelet runs: the test marks
+//! API while a PodDisruptionBudget holds; and a configuration changed under
+//! a running scheduler (the file a ConfigMap mount gives, swapped as the
+//! kubelet swaps it) applied without a restart, an invalid one refused
+//! while scheduling goes on. No kubelet runs: the test marks
 //! bound pods Running and Ready, and removes pods being deleted, as a
 //! kubelet would.
 
@@ -24,10 +27,11 @@ type Scenario = fn(&Cluster);
 #[test]
 fn live_facts_and_spot_draining() {
     let c = Cluster::up("facts");
-    let scenarios: [(&str, Scenario); 3] = [
+    let scenarios: [(&str, Scenario); 4] = [
         ("a hardware alert Event", alert_event),
         ("temperatures from Prometheus", prometheus_temperatures),
         ("spot draining", spot_draining),
+        ("a changed ConfigMap", config_reload),
     ];
     let failed: Vec<&str> = std::thread::scope(|scope| {
         let handles: Vec<_> = scenarios.iter().map(|(name, f)| (*name, scope.spawn(|| f(&c)))).collect();
@@ -104,6 +108,113 @@ fn alert_event(c: &Cluster) {
     assert!(waited >= Duration::from_secs(19), "bound before the alert aged out ({waited:?})");
     assert!(waited < Duration::from_secs(240), "waited for the 5-minute flush, not the alert ({waited:?})");
     assert_eq!(metric(&sched, "gpu_scheduler_fact_source_up{source=\"events\"} "), Some(1.0));
+    let status = sched.terminate();
+    assert!(status.success(), "{}", sched.log_text());
+}
+
+/// Publishes `text` as `dir/config.yaml` the way the kubelet updates a
+/// mounted ConfigMap: a new timestamped directory, then the `..data`
+/// symlink swapped to it in one rename.
+fn publish_config(dir: &Path, version: u32, text: &str) {
+    let data = format!("..v{version}");
+    std::fs::create_dir_all(dir.join(&data)).unwrap();
+    std::fs::write(dir.join(&data).join("config.yaml"), text).unwrap();
+    let tmp = dir.join("..data_tmp");
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(&data, &tmp).unwrap();
+    std::fs::rename(&tmp, dir.join("..data")).unwrap();
+    let link = dir.join("config.yaml");
+    if std::fs::symlink_metadata(&link).is_err() {
+        std::os::unix::fs::symlink("..data/config.yaml", &link).unwrap();
+    }
+}
+
+/// Events on the ConfigMap by reason: their notes, oldest first.
+fn config_events(c: &Cluster, ns: &str, reason: &str) -> Vec<String> {
+    let list = c.get_json(&["events.v1.events.k8s.io", "-n", ns]);
+    items(&list)
+        .iter()
+        .filter(|e| e["regarding"]["kind"] == "ConfigMap" && e["reason"] == reason)
+        .map(|e| s(&e["note"]))
+        .collect()
+}
+
+/// The scheduler allows only side a; the pod that fits only on side b
+/// waits. The ConfigMap's file changes to allow both sides and add a
+/// policy rule: the pod binds with no restart, the rule switches on, each
+/// said by an Event on the ConfigMap and in /metrics. (The load is the
+/// whole cluster's, which the other scenarios share: the rule holds at any
+/// load; the threshold itself is tested in crates/sim/tests/policy_switch.rs.)
+/// Then an invalid file is refused, generation kept, and pods still bind.
+fn config_reload(c: &Cluster) {
+    let ns = "reload";
+    c.kubectl(&["create", "namespace", ns]);
+    let nodes = [
+        node_yaml("reload-a", &[("pool", "reload"), ("side", "a")], 8, 32, 0, &[]),
+        node_yaml("reload-b", &[("pool", "reload"), ("side", "b")], 8, 32, 0, &[]),
+    ];
+    c.kubectl_in(&["create", "-f", "-"], &nodes.concat());
+    let v1 = "apiVersion: gpu-scheduler.io/v1alpha1\nkind: GpuSchedulerConfiguration\nleaderElection: {leaderElect: false}\nprofiles:\n- schedulerName: gs-reload\n  nodeSelector: {matchLabels: {pool: reload, side: a}}\n";
+    let v2 = v1.replace("{pool: reload, side: a}", "{pool: reload}")
+        + "  policySwitch:\n    rules:\n    - name: busy\n      when: {metric: cpuAllocation, atLeast: 0}\n      weights: {NodeResourcesBalancedAllocation: 5}\n";
+    let v3 = format!("percentageOfNodesToScore: 150\n{v2}");
+    let dir = c.dir.join("reload-configmap");
+    publish_config(&dir, 1, v1);
+    c.kubectl(&[
+        "create",
+        "configmap",
+        "gs-reload-config",
+        "-n",
+        ns,
+        &format!("--from-file=config.yaml={}", dir.join("config.yaml").display()),
+    ]);
+    let log = c.dir.join("reload-scheduler.log");
+    let args = ["--config-map", "reload/gs-reload-config", "--config-check-interval", "1s"];
+    let mut sched = c.start_scheduler_as(&c.kubeconfig, &dir.join("config.yaml"), "gpu-scheduler", &log, &args);
+    let bound = |pod: &str| Some(node_of(c, ns, pod)).filter(|n| !n.is_empty());
+
+    c.kubectl_in(&["create", "-n", ns, "-f", "-"], &pod_yaml("first", "gs-reload", &[], "cpu: 4", 0));
+    wait_for(60, "first bound", || bound("first"));
+    assert_eq!(node_of(c, ns, "first"), "reload-a");
+    c.kubectl_in(&["create", "-n", ns, "-f", "-"], &pod_yaml("second", "gs-reload", &[], "cpu: 6", 0));
+    wait_for(30, "second reported unschedulable", || {
+        let p = c.get_json(&["pod", "second", "-n", ns]);
+        p["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "PodScheduled" && c["status"] == "False")
+            .cloned()
+    });
+    assert_eq!(metric(&sched, "gpu_scheduler_config_generation "), Some(1.0));
+
+    publish_config(&dir, 2, &v2);
+    let file = format!("--from-file=config.yaml={}", dir.join("..v2/config.yaml").display());
+    let cm = c.kubectl(&["create", "configmap", "gs-reload-config", "-n", ns, &file, "--dry-run=client", "-o", "yaml"]);
+    c.kubectl_in(&["apply", "-f", "-"], &cm);
+    wait_for(60, "second bound after the reload", || bound("second"));
+    assert_eq!(node_of(c, ns, "second"), "reload-b");
+    assert_eq!(metric(&sched, "gpu_scheduler_config_generation "), Some(2.0));
+    let applied = wait_for(30, "a ConfigReloaded Event", || config_events(c, ns, "ConfigReloaded").pop());
+    assert!(applied.contains("configuration generation 2 applied"), "{applied}");
+    c.kubectl_in(&["create", "-n", ns, "-f", "-"], &pod_yaml("third", "gs-reload", &[], "cpu: 1", 0));
+    wait_for(60, "third bound", || bound("third"));
+    let switched = wait_for(30, "a PolicySwitched Event", || config_events(c, ns, "PolicySwitched").pop());
+    assert!(switched.contains("policy the profile as written → busy at cpuAllocation"), "{switched}");
+    wait_for(10, "the switch counted", || {
+        metric(&sched, "gpu_scheduler_policy_switches_total{profile=\"gs-reload\",rule=\"busy\"} ")
+    });
+
+    publish_config(&dir, 3, &v3);
+    let refused = wait_for(30, "a ConfigRejected Event", || config_events(c, ns, "ConfigRejected").pop());
+    assert!(refused.contains("kept configuration generation 2"), "{refused}");
+    assert!(refused.contains("percentageOfNodesToScore: must be between 0 and 100, got 150"), "{refused}");
+    assert!(sched.log_text().contains("configuration file refused"), "{}", sched.log_text());
+    assert_eq!(metric(&sched, "gpu_scheduler_config_reloads_total{result=\"rejected\"} "), Some(1.0));
+    assert_eq!(metric(&sched, "gpu_scheduler_config_generation "), Some(2.0));
+    // Scheduling goes on under generation 2 (both sides allowed).
+    c.kubectl_in(&["create", "-n", ns, "-f", "-"], &pod_yaml("fourth", "gs-reload", &[], "cpu: 3", 0));
+    wait_for(60, "fourth bound while the bad file stays", || bound("fourth"));
+    assert_eq!(node_of(c, ns, "fourth"), "reload-a", "only side a has 3 cpus left");
     let status = sched.terminate();
     assert!(status.success(), "{}", sched.log_text());
 }

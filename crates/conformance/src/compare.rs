@@ -127,6 +127,7 @@ mod tests {
         Explanation {
             pod: "ns/p".into(),
             profile: "gpu-scheduler".into(),
+            policy: None,
             node: None,
             message: None,
             total_nodes: nodes.len(),

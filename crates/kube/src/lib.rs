@@ -51,6 +51,7 @@ pub mod podgroup;
 pub mod prometheus;
 pub mod queue;
 pub mod rebalancer;
+pub mod reload;
 pub mod report;
 pub mod run;
 pub mod snapshot;

@@ -93,6 +93,18 @@ struct SourceLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PolicyLabels {
+    profile: String,
+    /// The rule's name; "" is the profile as written.
+    rule: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EvictionLabel {
     /// evicted, refused (a PodDisruptionBudget's 429), gone, failed, dry_run.
     result: &'static str,
@@ -142,6 +154,10 @@ pub struct Metrics {
     queue_admitted: Family<QueueNameLabel, Gauge>,
     spot_evictions: Family<EvictionLabel, Counter>,
     spot_draining_nodes: Gauge,
+    config_generation: Gauge,
+    config_reloads: Family<ResultLabel, Counter>,
+    policy_switches: Family<PolicyLabels, Counter>,
+    policy_active: Family<PolicyLabels, Gauge>,
     /// Whether every watch has listed once.
     synced: AtomicBool,
     /// When the scheduling thread last went round its loop (ms since the
@@ -279,6 +295,31 @@ impl Metrics {
             "Spot nodes within the expiry window that the rebalancer taints and drains.",
             spot_draining_nodes.clone(),
         );
+        let config_generation = Gauge::default();
+        registry.register(
+            "gpu_scheduler_config_generation",
+            "The configuration in force: 1 as started, one more for each reload applied.",
+            config_generation.clone(),
+        );
+        config_generation.set(1);
+        let config_reloads = Family::<ResultLabel, Counter>::default();
+        registry.register(
+            "gpu_scheduler_config_reloads",
+            "Changes of the configuration file seen, by result: applied, or rejected (invalid, or needing a restart; the old configuration kept).",
+            config_reloads.clone(),
+        );
+        let policy_switches = Family::<PolicyLabels, Counter>::default();
+        registry.register(
+            "gpu_scheduler_policy_switches",
+            "Changes of a profile's policySwitch rule, by the rule entered (\"\" is the profile as written).",
+            policy_switches.clone(),
+        );
+        let policy_active = Family::<PolicyLabels, Gauge>::default();
+        registry.register(
+            "gpu_scheduler_policy_active",
+            "1 for the policySwitch rule in force per profile (\"\" is the profile as written).",
+            policy_active.clone(),
+        );
         let queue_usage = Family::<QueueResourceLabels, Gauge<f64, AtomicU64>>::default();
         registry.register(
             "gpu_scheduler_queue_usage",
@@ -304,6 +345,10 @@ impl Metrics {
             queue_admitted.clone(),
         );
         Metrics {
+            config_generation,
+            config_reloads,
+            policy_switches,
+            policy_active,
             queue_usage,
             queue_quota,
             queue_pending,
@@ -404,6 +449,30 @@ impl Metrics {
     /// `n` evictions with one result at once (a dry run's node).
     pub fn spot_eviction_n(&self, result: &'static str, n: usize) {
         self.spot_evictions.get_or_create(&EvictionLabel { result }).inc_by(n as u64);
+    }
+
+    pub fn set_config_generation(&self, generation: u64) {
+        self.config_generation.set(i64::try_from(generation).unwrap_or(i64::MAX));
+    }
+
+    /// A change of the configuration file: `applied` or `rejected`.
+    pub fn config_reload(&self, result: &'static str) {
+        self.config_reloads.get_or_create(&ResultLabel { result }).inc();
+    }
+
+    /// A profile's policy rule changed to `rule` (None: the profile as written).
+    pub fn policy_switch(&self, profile: &str, rule: Option<&str>) {
+        let labels = PolicyLabels { profile: profile.to_string(), rule: rule.unwrap_or_default().to_string() };
+        self.policy_switches.get_or_create(&labels).inc();
+    }
+
+    /// The rule in force per profile, from [`Scheduler::active_policies`](engine::scheduler::Scheduler::active_policies).
+    pub fn set_active_policies(&self, active: &[(&str, usize, Option<&str>)]) {
+        self.policy_active.clear();
+        for (profile, _, rule) in active {
+            let labels = PolicyLabels { profile: profile.to_string(), rule: rule.unwrap_or_default().to_string() };
+            self.policy_active.get_or_create(&labels).set(1);
+        }
     }
 
     pub fn set_spot_draining_nodes(&self, n: usize) {

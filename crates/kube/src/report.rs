@@ -102,6 +102,16 @@ pub enum Report {
         note: String,
         controller: String,
     },
+    /// About the configuration (a reload applied or refused, a policy
+    /// switch), on the ConfigMap it comes from.
+    ConfigNote {
+        namespace: String,
+        name: String,
+        reason: &'static str,
+        note: String,
+        warning: bool,
+        controller: String,
+    },
     /// A node fact that could not be read (DESIGN.md §4: reported once).
     NodeWarning {
         node: String,
@@ -279,6 +289,25 @@ impl Worker {
                     secondary: None,
                 };
                 self.node_event(&node, &controller, ev).await;
+            }
+            Report::ConfigNote { namespace, name, reason, note, warning, controller } => {
+                let ev = Event {
+                    type_: if warning { EventType::Warning } else { EventType::Normal },
+                    reason: reason.into(),
+                    note: Some(truncate(&note, 1024)),
+                    action: "Configuring".into(),
+                    secondary: None,
+                };
+                let config_map = ObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("ConfigMap".into()),
+                    namespace: Some(namespace.clone()),
+                    name: Some(name.clone()),
+                    ..Default::default()
+                };
+                if let Err(e) = self.recorder(&controller).publish(&ev, &config_map).await {
+                    debug!(configmap = %format!("{namespace}/{name}"), "event not recorded: {e}");
+                }
             }
             Report::NodeWarning { node, message, controller } => {
                 let ev = Event {

@@ -13,10 +13,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use engine::algorithm::ExplainDetails;
+use engine::config::Configuration;
 use engine::framework::Status;
 use engine::gang::GangPhase;
 use engine::provided_facts::ProvidedFacts;
 use engine::scheduler::{BindingTask, CycleOutcome, Scheduler};
+use engine::spot_drain::SpotDrainConfig;
 use engine::time::Millis;
 use tokio::runtime::Handle;
 use tokio::sync::{Semaphore, mpsc};
@@ -29,6 +31,7 @@ use crate::explain::Explanations;
 use crate::leader::{Campaign, Elector};
 use crate::metrics::{GpuUsage, Metrics};
 use crate::rebalancer::Rebalancer;
+use crate::reload::{ConfigSource, Loaded, Reload};
 use crate::report::{PodId, Report, Reporter};
 use crate::watch::{self, Change};
 
@@ -56,8 +59,23 @@ pub struct RunOptions {
     pub metrics: Arc<Metrics>,
     /// Keep each pod's last decision for `/debug/explain` (off: None).
     pub explanations: Option<Arc<Explanations>>,
-    /// Run the spot rebalancer with this configuration (off: None).
-    pub spot_drain: Option<engine::spot_drain::SpotDrainConfig>,
+    /// The configuration the scheduler was built from.
+    pub config: Configuration,
+    /// Force the spot rebalancer into dry-run (`run --dry-run`), whatever
+    /// the configuration says.
+    pub spot_dry_run: bool,
+    /// Watch this file and apply its changes (off: None).
+    pub reload: Option<ConfigSource>,
+}
+
+/// The spot rebalancer's settings under `cfg`, None when it is off.
+pub fn spot_drain_of(cfg: &Configuration, force_dry_run: bool) -> Option<SpotDrainConfig> {
+    let mut d = cfg.spot_drain.clone();
+    if force_dry_run {
+        d.enabled = true;
+        d.dry_run = true;
+    }
+    d.enabled.then_some(d)
 }
 
 impl Default for RunOptions {
@@ -68,7 +86,9 @@ impl Default for RunOptions {
             leader_election: None,
             metrics: Arc::default(),
             explanations: None,
-            spot_drain: None,
+            config: Configuration::default(),
+            spot_dry_run: false,
+            reload: None,
         }
     }
 }
@@ -100,12 +120,20 @@ enum Input {
     },
     /// This replica became leader (true) or stopped leading (false).
     Leading(bool),
+    /// The configuration file changed.
+    Reload(Reload),
     Stop,
 }
 
 impl From<Change> for Input {
     fn from(c: Change) -> Self {
         Input::Change(c)
+    }
+}
+
+impl From<Reload> for Input {
+    fn from(r: Reload) -> Self {
+        Input::Reload(r)
     }
 }
 
@@ -139,6 +167,9 @@ pub async fn run(
     let m = options.metrics.clone();
     crate::prometheus::spawn(&facts.prometheus, tx.clone(), move |name, up| m.set_fact_source_up(name, up));
     let (reporter, report_worker) = Reporter::start(clients.events.clone(), clients.main.clone(), &options.instance);
+    if let Some(source) = &options.reload {
+        crate::reload::spawn(source, tx.clone());
+    }
 
     // Followers watch and keep their cache warm; only the leader decides.
     let (stop_election, election_stopped) = tokio::sync::watch::channel(false);
@@ -181,18 +212,16 @@ pub async fn run(
         gang_phases: HashMap::new(),
         provided: HashMap::new(),
         queue_statuses: HashMap::new(),
-        rebalancer: options.spot_drain.map(|cfg| {
-            Rebalancer::new(
-                cfg,
-                clients.main.clone(),
-                options.metrics.clone(),
-                reporter.clone(),
-                Handle::current(),
-                names.first().cloned().unwrap_or_else(|| "gpu-scheduler".into()),
-            )
-        }),
+        rebalancer: None,
+        controller: names.first().cloned().unwrap_or_else(|| "gpu-scheduler".into()),
+        spot_dry_run: options.spot_dry_run,
+        config_map: options.reload.as_ref().and_then(|r| r.config_map.clone()),
+        config_generation: 1,
+        config: options.config,
         summary: RunSummary::default(),
     };
+    let mut driver = driver;
+    driver.rebalancer = spot_drain_of(&driver.config, driver.spot_dry_run).map(|cfg| driver.rebalancer_for(cfg));
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("scheduling".into())
@@ -279,6 +308,15 @@ struct Driver {
     queue_statuses: HashMap<String, serde_json::Value>,
     /// The spot rebalancer, when on; it acts only while leading.
     rebalancer: Option<Rebalancer>,
+    /// The reporting controller of Events not about a pod (the first
+    /// profile's schedulerName).
+    controller: String,
+    spot_dry_run: bool,
+    /// Where reload Events go (namespace, name).
+    config_map: Option<(String, String)>,
+    /// The configuration in force, and how many have been (1 as started).
+    config: Configuration,
+    config_generation: u64,
     summary: RunSummary,
 }
 
@@ -300,6 +338,7 @@ impl Driver {
             self.expire_assumed_pods();
             self.report_fact_warnings();
             self.report_gang_statuses();
+            self.report_policy_switches();
             self.refresh_metrics();
             if stopping {
                 break;
@@ -379,8 +418,88 @@ impl Driver {
                 self.leading = leading;
                 self.metrics.set_leader(leading);
             }
+            Input::Reload(r) => self.reload(r, now),
             Input::Stop => {}
         }
+    }
+
+    fn rebalancer_for(&self, cfg: SpotDrainConfig) -> Rebalancer {
+        Rebalancer::new(
+            cfg,
+            self.client.clone(),
+            self.metrics.clone(),
+            self.reporter.clone(),
+            self.runtime.clone(),
+            self.controller.clone(),
+        )
+    }
+
+    /// Applies a changed configuration file between cycles, or keeps the
+    /// one in force and says why.
+    fn reload(&mut self, reload: Reload, now: Millis) {
+        let loaded = match reload {
+            Reload::Valid(loaded) => loaded,
+            Reload::Invalid(e) => return self.config_rejected(e),
+        };
+        let Loaded { config, profiles, extenders } = *loaded;
+        if let Err(e) = self.sched.reconfigure(&config, profiles, extenders, now) {
+            return self.config_rejected(e.to_string());
+        }
+        let restart = self.config.restart_needed(&config);
+        let spot = spot_drain_of(&config, self.spot_dry_run);
+        if spot != spot_drain_of(&self.config, self.spot_dry_run) {
+            self.rebalancer = spot.map(|cfg| self.rebalancer_for(cfg));
+        }
+        self.config = config;
+        self.config_generation += 1;
+        self.metrics.set_config_generation(self.config_generation);
+        self.metrics.config_reload("applied");
+        let mut note = format!("configuration generation {} applied", self.config_generation);
+        if restart.is_empty() {
+            info!(generation = self.config_generation, "configuration reloaded");
+        } else {
+            warn!(
+                generation = self.config_generation,
+                unchanged_until_restart = ?restart,
+                "configuration reloaded; these settings take effect at the next restart"
+            );
+            note.push_str(&format!("; {} take effect at the next restart", restart.join(", ")));
+        }
+        self.config_event("ConfigReloaded", note, false);
+    }
+
+    fn config_rejected(&mut self, error: String) {
+        warn!(generation = self.config_generation, "configuration file refused, the one in force kept: {error}");
+        self.metrics.config_reload("rejected");
+        let note = format!("kept configuration generation {}: {error}", self.config_generation);
+        self.config_event("ConfigRejected", note, true);
+    }
+
+    fn config_event(&self, reason: &'static str, note: String, warning: bool) {
+        if let Some((namespace, name)) = &self.config_map {
+            self.reporter.send(Report::ConfigNote {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                reason,
+                note,
+                warning,
+                controller: self.controller.clone(),
+            });
+        }
+    }
+
+    /// Logs, counts and records the policy rules that changed.
+    fn report_policy_switches(&mut self) {
+        let switches = self.sched.take_policy_switches();
+        if switches.is_empty() {
+            return;
+        }
+        for s in &switches {
+            info!(profile = %s.scheduler_name, from = ?s.from, to = ?s.to, "{}", s.message());
+            self.metrics.policy_switch(&s.scheduler_name, s.to.as_deref());
+            self.config_event("PolicySwitched", s.message(), false);
+        }
+        self.metrics.set_active_policies(&self.sched.active_policies());
     }
 
     fn change(&mut self, change: Change, now: Millis) {
