@@ -197,6 +197,11 @@ fn check_deployment(objects: &[Value], source: &str) {
     let args: Vec<&str> = c["args"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
     assert_eq!(args.first(), Some(&"run"), "{source}: {args:?}");
     assert!(args.contains(&"--config=/etc/gpu-scheduler/config.yaml"), "{source}: {args:?}");
+    // Config changes apply live; their Events go to the mounted ConfigMap.
+    let volumes = pod["volumes"].as_array().into_iter().flatten();
+    let config_map = volumes.filter_map(|v| v["configMap"]["name"].as_str()).next().unwrap_or_default();
+    let ns = d[0]["metadata"]["namespace"].as_str().unwrap_or_default();
+    assert!(args.contains(&format!("--config-map={ns}/{config_map}").as_str()), "{source}: {args:?}");
     assert!(!args.iter().any(|a| a.starts_with("--kubeconfig")), "{source}: in-cluster config expected");
     assert!(pod["affinity"]["podAntiAffinity"].is_object(), "{source}: replicas not spread");
 }
@@ -243,6 +248,14 @@ fn the_helm_chart_lints_and_renders_what_deploy_has() {
     assert_eq!(d[0]["spec"]["replicas"], 1);
     let args = d[0]["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
     assert!(args.contains("--enable-explain-endpoint"), "{args}");
+    assert!(d[0]["spec"]["template"]["metadata"]["annotations"]["checksum/config"].is_null(), "reloaded, not rolled");
+    // Without live reload a config change rolls the replicas.
+    let rolled = helm(&["template", "t", "deploy/helm/gpu-scheduler", "--set", "configReload=false"]);
+    let rolled = docs(&rolled, "helm template (rolled)");
+    let d = of_kind(&rolled, "Deployment");
+    let args = d[0]["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+    assert!(args.contains("--config-check-interval=0s") && !args.contains("--config-map"), "{args}");
+    assert!(d[0]["spec"]["template"]["metadata"]["annotations"]["checksum/config"].is_string());
     assert_eq!(config_of(&objects, "helm template (single)")["leaderElection"]["leaderElect"], false);
 
     // More than one replica without leader election would schedule twice.

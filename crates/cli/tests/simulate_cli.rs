@@ -350,6 +350,16 @@ fn check_config_rejects_bad_configs_naming_the_field() {
         ("spot drain without evictions", "spotDrain:\n  enabled: true\n  maxEvictions: 0\n".into(), "spotDrain.maxEvictions"),
         ("spot drain window unreadable", "spotDrain:\n  window: soon\n".into(), "spotDrain.window"),
         (
+            "policy rule with two thresholds",
+            "profiles:\n- policySwitch:\n    rules:\n    - {name: busy, when: {metric: gpuAllocation, atLeast: 80, below: 90}, gpuPlacement: binpack}\n".into(),
+            "profiles[0].policySwitch.rules[0].when: needs exactly one of atLeast and below",
+        ),
+        (
+            "policy rule weighting an unknown plugin",
+            "profiles:\n- policySwitch:\n    rules:\n    - {name: busy, when: {metric: gpuAllocation, atLeast: 80}, weights: {NoSuchPlugin: 2}}\n".into(),
+            "profiles[0].policySwitch.rules[0].plugins.score.enabled[",
+        ),
+        (
             "Prometheus fact without a scheme",
             "nodeFacts:\n  prometheus:\n  - {name: temperature, url: 'prometheus:9090', query: up}\n".into(),
             "nodeFacts.prometheus[0].url",
