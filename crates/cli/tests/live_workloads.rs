@@ -130,6 +130,7 @@ fn queues(c: &Cluster) {
         (!p["metadata"]["deletionTimestamp"].is_null()).then_some(cond)
     });
     assert_eq!(s(&victim["reason"]), "PreemptionByScheduler", "{victim}");
+    assert!(s(&victim["message"]).ends_with(": queue team-b reclaims the quota this pod's queue borrowed"), "{victim}");
     let b = c.get_json(&["pod", "b-one", "-n", "qb"]);
     assert!(!s(&b["status"]["nominatedNodeName"]).is_empty(), "b-one waits nominated: {b}");
     c.kubectl(&["delete", "pod", "a-big-2", "-n", "qa", "--grace-period=0", "--force"]);

@@ -113,6 +113,9 @@ pub struct Decision {
     pub victims: Vec<crate::model::PodRef>,
     /// Whether a PostFilter plugin ran (kube's preemption attempts).
     pub post_filter_ran: bool,
+    /// The PostFilter plugin that chose the victims (preemption, or a
+    /// queue's reclaim), when one did.
+    pub victims_chosen_by: Option<&'static str>,
 }
 
 impl Algorithm {
@@ -270,6 +273,7 @@ impl Algorithm {
         let mut skipped: Vec<&'static str> = Vec::new();
         let result = self.decide(profile, state, pod, snap, &mut record, &mut skipped);
         let (mut nominated_node, mut victims, mut post_filter_ran) = (None, Vec::new(), false);
+        let mut victims_chosen_by = None;
         let result = match result {
             Err(ScheduleError::Unschedulable(mut fit)) if !state.skips_post_filter() => {
                 let filters = filter_list(profile, &skipped);
@@ -287,6 +291,7 @@ impl Algorithm {
                     if r.status.is_success() || r.status.code == Code::UnschedulableAndUnresolvable {
                         nominated_node = r.nominated_node;
                         victims = r.victims;
+                        victims_chosen_by = (!victims.is_empty()).then(|| p.name());
                         break;
                     }
                 }
@@ -303,7 +308,7 @@ impl Algorithm {
             Ok(r) => record.node = Some(r.node.clone()),
             Err(e) => record.message = Some(e.message()),
         }
-        Decision { result, record, nominated_node, victims, post_filter_ran }
+        Decision { result, record, nominated_node, victims, post_filter_ran, victims_chosen_by }
     }
 
     fn decide(

@@ -26,6 +26,9 @@ pub const KIND: &str = "Queue";
 
 /// The pod (or namespace) label naming a pod's queue.
 pub const LABEL_QUEUE: &str = "gpu-scheduler.io/queue";
+/// The plugin that admits pods by quota and reclaims lent quota (its
+/// victims are reported as a reclaim, not a priority preemption).
+pub const QUEUE_QUOTA: &str = "QueueQuota";
 
 /// How deep a hierarchy is followed (a longer chain, or a cycle, is an
 /// error of the queues' configuration).

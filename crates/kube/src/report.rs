@@ -77,6 +77,9 @@ pub enum Report {
         victim: PodId,
         node: String,
         preemptor: PodId,
+        /// The queue taking back quota it lent (QueueQuota's reclaim);
+        /// None for a priority preemption.
+        reclaim: Option<String>,
     },
     /// A PodGroup's status changed.
     GangStatus {
@@ -255,7 +258,9 @@ impl Worker {
                     self.condition(&pod, &message, reason, nominated_node.as_deref()).await;
                 }
             }
-            Report::Preempt { victim, node, preemptor } => self.preempt(&victim, &node, &preemptor).await,
+            Report::Preempt { victim, node, preemptor, reclaim } => {
+                self.preempt(&victim, &node, &preemptor, reclaim.as_deref()).await
+            }
             Report::GangStatus { namespace, name, status } => {
                 let api: Api<PodGroupResource> = Api::namespaced(self.main.clone(), &namespace);
                 let patch = Patch::Merge(crate::podgroup::status_patch(&status));
@@ -399,10 +404,10 @@ impl Worker {
     /// `DisruptionTarget` condition first (so its controller and users see
     /// why), then the deletion with the pod's UID as precondition, then the
     /// `Preempted` Event. A victim already gone is not an error.
-    async fn preempt(&self, victim: &PodId, node: &str, preemptor: &PodId) {
+    async fn preempt(&self, victim: &PodId, node: &str, preemptor: &PodId, reclaim: Option<&str>) {
         let api: Api<K8sPod> = Api::namespaced(self.main.clone(), &victim.namespace);
         let key = format!("{}/{}", victim.namespace, victim.name);
-        let patch = disruption_patch(victim, &preemptor.scheduler_name, jiff::Timestamp::now());
+        let patch = disruption_patch(victim, &preemptor.scheduler_name, reclaim, jiff::Timestamp::now());
         if let Err(e) = api.patch_status(&victim.name, &PatchParams::default(), &Patch::Strategic(patch)).await {
             debug!(pod = %key, "DisruptionTarget not set: {e}");
         }
@@ -424,7 +429,12 @@ impl Worker {
         let ev = Event {
             type_: EventType::Normal,
             reason: "Preempted".into(),
-            note: Some(format!("Preempted by pod {} on node {node}", preemptor.uid)),
+            note: Some(match reclaim {
+                Some(q) => {
+                    format!("Preempted by pod {} on node {node}: queue {q} reclaims the quota it lent", preemptor.uid)
+                }
+                None => format!("Preempted by pod {} on node {node}", preemptor.uid),
+            }),
             action: "Preempting".into(),
             secondary: Some(preemptor.reference()),
         };
@@ -470,12 +480,23 @@ pub fn condition_patch(
 }
 
 /// The `DisruptionTarget` condition kube-scheduler sets on a victim.
-pub fn disruption_patch(victim: &PodId, scheduler_name: &str, now: jiff::Timestamp) -> serde_json::Value {
+/// The reason is kube's for any scheduler preemption (a closed list the
+/// API documents); the message says whether a queue reclaims its quota.
+pub fn disruption_patch(
+    victim: &PodId,
+    scheduler_name: &str,
+    reclaim: Option<&str>,
+    now: jiff::Timestamp,
+) -> serde_json::Value {
+    let message = match reclaim {
+        Some(q) => format!("{scheduler_name}: queue {q} reclaims the quota this pod's queue borrowed"),
+        None => format!("{scheduler_name}: preempting to accommodate a higher priority pod"),
+    };
     json!({"metadata": {"uid": victim.uid}, "status": {"conditions": [{
         "type": "DisruptionTarget",
         "status": "True",
         "reason": "PreemptionByScheduler",
-        "message": format!("{scheduler_name}: preempting to accommodate a higher priority pod"),
+        "message": message,
         "lastTransitionTime": now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
     }]}})
 }
@@ -516,10 +537,15 @@ mod tests {
         let pod = PodId { namespace: "ns".into(), name: "v".into(), uid: "u2".into(), scheduler_name: "s".into() };
         let now: jiff::Timestamp = "2026-01-02T03:04:05Z".parse().unwrap_or_default();
         assert_eq!(
-            disruption_patch(&pod, "gpu-scheduler", now),
+            disruption_patch(&pod, "gpu-scheduler", None, now),
             json!({"metadata": {"uid": "u2"}, "status": {"conditions": [{"type": "DisruptionTarget", "status": "True",
                 "reason": "PreemptionByScheduler", "message": "gpu-scheduler: preempting to accommodate a higher priority pod",
                 "lastTransitionTime": "2026-01-02T03:04:05Z"}]}})
+        );
+        let reclaimed = disruption_patch(&pod, "gpu-scheduler", Some("team-b"), now);
+        assert_eq!(
+            reclaimed["status"]["conditions"][0]["message"],
+            "gpu-scheduler: queue team-b reclaims the quota this pod's queue borrowed"
         );
     }
 

@@ -631,10 +631,18 @@ impl Driver {
                     self.metrics.preemption(f.victims.len());
                 }
                 if let Some(node) = &f.nominated_node {
+                    // A queue taking back the quota it lent, not a priority.
+                    let reclaim = (f.victims_chosen_by == Some(engine::queues::QUEUE_QUOTA))
+                        .then(|| engine::queues::queue_of(&f.pod, self.sched.cache().namespaces()).map(str::to_string))
+                        .flatten();
                     for v in &f.victims {
-                        info!(victim = %v.key(), preemptor = %f.pod.key(), %node, "preempting");
-                        let report =
-                            Report::Preempt { victim: PodId::of(v), node: node.clone(), preemptor: pod.clone() };
+                        info!(victim = %v.key(), preemptor = %f.pod.key(), %node, reclaim = ?reclaim, "preempting");
+                        let report = Report::Preempt {
+                            victim: PodId::of(v),
+                            node: node.clone(),
+                            preemptor: pod.clone(),
+                            reclaim: reclaim.clone(),
+                        };
                         self.reporter.send_reliably(report);
                     }
                 }

@@ -32,7 +32,7 @@ use engine::registry::ArgsError;
 
 use crate::helper::decode_no_args;
 
-pub const NAME: &str = "QueueQuota";
+pub const NAME: &str = engine::queues::QUEUE_QUOTA;
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct QueueQuota;

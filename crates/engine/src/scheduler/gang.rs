@@ -65,6 +65,8 @@ struct Attempt {
     domain: Option<String>,
     /// Pods a preempting attempt would evict, most important first per member.
     victims: Vec<PodRef>,
+    /// The PostFilter plugin that chose the first member's victims.
+    victims_chosen_by: Option<&'static str>,
     /// The victims taken out of the cache for the attempt, and whether
     /// each was assumed (to put them back as they were).
     removed: Vec<(PodRef, bool)>,
@@ -243,6 +245,7 @@ impl Scheduler {
                         }
                     }
                     attempt.victims.extend(decision.victims);
+                    attempt.victims_chosen_by = attempt.victims_chosen_by.or(decision.victims_chosen_by);
                     Ok(node)
                 }
                 (Ok(r), _) => Ok(r.node),
@@ -331,6 +334,7 @@ impl Scheduler {
                 nominated_node: Some(p.node),
                 victims: std::mem::take(&mut victims),
                 preemption_attempted: true,
+                victims_chosen_by: attempt.victims_chosen_by,
             };
             self.queue.add_unschedulable(qp, [GANG].into(), now);
             self.ready.push_back(CycleOutcome::Failed(Box::new(failure)));
@@ -346,6 +350,7 @@ impl Scheduler {
                 nominated_node: None,
                 victims: Vec::new(),
                 preemption_attempted: true,
+                victims_chosen_by: None,
             };
             self.queue.add_unschedulable(u.qp, u.plugins, now);
             self.ready.push_back(CycleOutcome::Failed(Box::new(failure)));
@@ -390,6 +395,7 @@ impl Scheduler {
                 nominated_node: None,
                 victims: Vec::new(),
                 preemption_attempted: false,
+                victims_chosen_by: None,
             };
             self.queue.add_unschedulable(u.qp, u.plugins, now);
             self.ready.push_back(CycleOutcome::Failed(Box::new(failure)));
@@ -457,6 +463,7 @@ impl Scheduler {
                 nominated_node: None,
                 victims: Vec::new(),
                 preemption_attempted: false,
+                victims_chosen_by: None,
             };
             self.queue.add_unschedulable(qp, plugins.clone(), now);
             self.ready.push_back(CycleOutcome::Failed(Box::new(failure)));
@@ -486,6 +493,7 @@ impl Scheduler {
             nominated_node: None,
             victims: Vec::new(),
             preemption_attempted: false,
+            victims_chosen_by: None,
         };
         self.ready.push_back(CycleOutcome::Failed(Box::new(failure)));
     }

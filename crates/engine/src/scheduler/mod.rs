@@ -161,6 +161,9 @@ pub struct Failure {
     pub victims: Vec<PodRef>,
     /// Whether preemption (PostFilter) was tried.
     pub preemption_attempted: bool,
+    /// The PostFilter plugin that chose `victims` (DefaultPreemption, or
+    /// QueueQuota reclaiming a queue's lent quota).
+    pub victims_chosen_by: Option<&'static str>,
 }
 
 pub struct Scheduler {
@@ -1008,6 +1011,7 @@ impl Scheduler {
                     nominated_node: decision.nominated_node,
                     victims: decision.victims,
                     preemption_attempted: decision.post_filter_ran,
+                    victims_chosen_by: decision.victims_chosen_by,
                 })))
             }
         }
@@ -1161,6 +1165,7 @@ impl Scheduler {
             nominated_node: None,
             victims: Vec::new(),
             preemption_attempted: false,
+            victims_chosen_by: None,
         }))
     }
 
