@@ -11,7 +11,10 @@
 //! `decision/standard-*`: kube-scheduler's plugin set instead of the
 //! policy profile; and `decision/facts-*`: the policy profile on nodes
 //! that carry every policy fact (temperature, alerts, spot expiry, cloud,
-//! disk type, some GPU nodes), so that no policy rule can skip the cycle.
+//! disk type, some GPU nodes), so that no policy rule can skip the cycle;
+//! and `decision/queues-*`: every pod in one of 16 team Queues under 4
+//! parents and a root, half of the teams borrowing beyond their cpu quota
+//! (admission up the chain with borrowing, on every cycle).
 //! `cargo bench -p gpu-scheduler-sim --bench scheduling`
 
 use std::sync::Arc;
@@ -53,6 +56,36 @@ enum Setup {
     /// ResourceSlice) instead, and a DeviceClass for them; pods still
     /// claim none. Against `PolicyGpuNodes`: what DRA GPUs cost.
     PolicyDraNodes,
+    /// The policy profile, plain nodes, every pod in a Queue (see
+    /// [`queues`]). Against `Policy`: what quota admission costs.
+    PolicyQueues,
+}
+
+/// Teams per parent, parents under the root.
+const TEAMS: usize = 4;
+const PARENTS: usize = 4;
+
+/// A root of 600 cores, 4 parents of 140, and under each 4 teams: two of
+/// 60 cores, two of 10 that borrow from them (with the cluster's load of
+/// 100m pods spread evenly, each team uses about 31).
+fn queues() -> Vec<engine::queues::Queue> {
+    let queue = |name: String, parent: Option<String>, cores: i64| engine::queues::Queue {
+        name,
+        parent,
+        quota: [("cpu".to_string(), cores * 1000)].into(),
+        borrowing_limit: Default::default(),
+        lending_limit: Default::default(),
+        weight: 1.0,
+        reclaim: true,
+    };
+    let mut all = vec![queue("root".into(), None, 600)];
+    for p in 0..PARENTS {
+        all.push(queue(format!("group-{p}"), Some("root".into()), 140));
+        for t in 0..TEAMS {
+            all.push(queue(format!("team-{p}-{t}"), Some(format!("group-{p}")), if t < 2 { 60 } else { 10 }));
+        }
+    }
+    all
 }
 
 fn scheduler(nodes: usize, percentage: u32, setup: Setup) -> Scheduler {
@@ -92,6 +125,11 @@ fn scheduler(nodes: usize, percentage: u32, setup: Setup) -> Scheduler {
         s.on_node_upsert(n.build(), NOW);
         if setup == Setup::PolicyDraNodes {
             s.on_slice_upsert(gpu_slice(&format!("node-{i}")), NOW);
+        }
+    }
+    if setup == Setup::PolicyQueues {
+        for q in queues() {
+            s.on_queue_upsert(q, NOW);
         }
     }
     if setup == Setup::PolicyDraNodes {
@@ -139,6 +177,12 @@ fn basic_pod(i: usize) -> Pod {
     pod(&format!("pod-{i}")).req(100, 500 << 20).build()
 }
 
+/// `basic_pod` in team Queue `i` mod 16.
+fn queued_pod(i: usize) -> Pod {
+    let team = format!("team-{}-{}", (i / TEAMS) % PARENTS, i % TEAMS);
+    pod(&format!("pod-{i}")).label(engine::queues::LABEL_QUEUE, &team).req(100, 500 << 20).build()
+}
+
 /// Schedules one pod through the whole cycle; returns whether it was placed.
 fn schedule(s: &mut Scheduler, p: Pod) -> Option<Arc<Pod>> {
     s.on_pod_upsert(p, NOW);
@@ -172,19 +216,22 @@ fn decision(c: &mut Criterion) {
         .chain(MODES.iter().map(|&(mode, pct)| (format!("facts-{mode}"), 5_000, pct, Setup::PolicyWithFacts)))
         .chain(MODES.iter().map(|&(mode, pct)| (format!("noclaims-{mode}"), 5_000, pct, Setup::PolicyNoClaimPlugins)))
         .chain(MODES.iter().map(|&(mode, pct)| (format!("gpunodes-{mode}"), 5_000, pct, Setup::PolicyGpuNodes)))
-        .chain(MODES.iter().map(|&(mode, pct)| (format!("dranodes-{mode}"), 5_000, pct, Setup::PolicyDraNodes)));
+        .chain(MODES.iter().map(|&(mode, pct)| (format!("dranodes-{mode}"), 5_000, pct, Setup::PolicyDraNodes)))
+        .chain(MODES.iter().map(|&(mode, pct)| (format!("queues-{mode}"), 5_000, pct, Setup::PolicyQueues)));
     for (mode, nodes, pct, setup) in runs {
         g.throughput(Throughput::Elements(1));
         // Set up on the first call: criterion calls the closure only for
         // the benchmarks selected on the command line, but many times each.
         let mut cluster: Option<Scheduler> = None;
         let mut i = 0;
+        let make = if setup == Setup::PolicyQueues { queued_pod } else { basic_pod };
         g.bench_function(BenchmarkId::new(&mode, nodes), |b| {
             let s = cluster.get_or_insert_with(|| {
                 let mut s = scheduler(nodes, pct, setup);
                 // Some existing load so scores differ between nodes.
                 for i in 0..nodes {
-                    schedule(&mut s, basic_pod(1_000_000 + i));
+                    let placed = schedule(&mut s, make(1_000_000 + i));
+                    assert!(placed.is_some() || setup != Setup::PolicyQueues, "queue refused pod {i}");
                 }
                 s
             });
@@ -196,7 +243,7 @@ fn decision(c: &mut Criterion) {
                     let start = Instant::now();
                     for _ in 0..iters {
                         i += 1;
-                        if let Some(bound) = schedule(s, basic_pod(i)) {
+                        if let Some(bound) = schedule(s, make(i)) {
                             s.on_pod_delete(&bound.uid, NOW);
                         }
                     }
