@@ -7,6 +7,7 @@
 //! A gang is decided in one cycle ([`gang`]): its members' outcomes are
 //! handed out by the following calls of `schedule_one`.
 
+mod forecast;
 mod gang;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -200,6 +201,8 @@ pub struct Scheduler {
     preemptions: HashMap<String, crate::explain::PreemptionRecord>,
     /// Nodes held for starving GPU pods.
     holds: Holds,
+    /// GPU demand forecast and the nodes held for it (`forecast`).
+    forecast: Option<crate::forecast::Forecaster>,
 }
 
 /// Raised when the configuration has no profile (never after validation).
@@ -214,6 +217,12 @@ impl Scheduler {
         // A pod kept off a held node may go there once the holder is placed.
         plugin_events.insert(
             STARVATION_GUARD,
+            vec![ClusterEvent::any(EventResource::AssignedPod), ClusterEvent::any(EventResource::Node)],
+        );
+        // A pod kept off a node held for a forecast may go there once the
+        // forecast's pods are placed (or the window ends: `retry_at`).
+        plugin_events.insert(
+            crate::forecast::FORECAST,
             vec![ClusterEvent::any(EventResource::AssignedPod), ClusterEvent::any(EventResource::Node)],
         );
         for p in &profiles {
@@ -250,6 +259,7 @@ impl Scheduler {
             nominations: HashMap::new(),
             preemptions: HashMap::new(),
             holds: Holds::default(),
+            forecast: cfg.forecast.enabled.then(|| crate::forecast::Forecaster::new(cfg.forecast.clone())),
         })
     }
 
@@ -428,6 +438,7 @@ impl Scheduler {
         } else {
             let member = pod.group_key().map(|key| (key, pod.uid.clone()));
             self.cache.observe_shape(&pod);
+            self.forecast_arrival(&pod, now);
             self.queue.add(pod, now);
             if let Some((key, uid)) = member {
                 self.joined_queue(&key, &uid, now);
@@ -459,6 +470,9 @@ impl Scheduler {
         }
         if !self.holds.is_empty() {
             self.holds.release(uid);
+        }
+        if let Some(f) = &mut self.forecast {
+            f.left(uid);
         }
         if !self.queued_in.is_empty() {
             self.set_competing(uid, None);
@@ -774,6 +788,7 @@ impl Scheduler {
         state.set_node_selector(profile.node_selector.clone());
         state.set_nominated(self.nominated());
         state.set_held(self.holds.index());
+        self.forecast_cycle(&mut state, &qp.pod, now);
         state.write(profile.gpu_placement);
         if !self.waiting.is_empty() {
             state.write(crate::queues::Waiting(self.waiting.clone()));
