@@ -259,10 +259,13 @@ impl ForecastHold {
     }
 
     /// The rejection of a pod this hold blocks; tried again when the
-    /// window ends, if nothing else moved it before.
+    /// window ends, if nothing else moved it before. Unresolvable:
+    /// evicting pods there would not let the pod in, and the starvation
+    /// guard must not hold a node the forecast holds (it would then wait
+    /// on a node no one may use).
     pub fn status(&self) -> Status {
         Status::new(
-            Code::Unschedulable,
+            Code::UnschedulableAndUnresolvable,
             format!(
                 "node(s) held for the forecast demand of queue {} ({} pods, {} expected by {})",
                 self.demand.queue_name(),
