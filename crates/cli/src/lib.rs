@@ -278,7 +278,7 @@ struct ReplayArgs {
     /// The node list (CSV: sn,cpu_milli,memory_mib,gpu,model).
     #[arg(long)]
     nodes: PathBuf,
-    /// The pod list (CSV: name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...]).
+    /// The pod list (CSV: name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,queue,creation_time,deletion_time,scheduled_time,...]).
     #[arg(long)]
     pods: PathBuf,
     /// Configuration file; without one, the default profile.
@@ -298,8 +298,13 @@ struct ReplayArgs {
     #[arg(long, num_args = 2, value_names = ["A.yaml", "B.yaml"], conflicts_with = "config")]
     compare: Option<Vec<PathBuf>>,
     /// Also write the result as one self-contained HTML page with charts.
-    #[arg(long, value_name = "FILE.html")]
+    #[arg(long, value_name = "FILE.html", conflicts_with = "timed")]
     report: Option<PathBuf>,
+    /// Replay on the trace's clock: pods arrive at their creation_time, run
+    /// as long as they ran in the trace, and wait when they do not fit;
+    /// reports mean and p95 wait (the pod list needs creation_time).
+    #[arg(long, conflicts_with = "inflate")]
+    timed: bool,
 }
 
 /// Exit code for bad configuration or arguments, as `check-config` promises.
@@ -422,16 +427,14 @@ impl App {
         let (nodes_file, pods_file) = (args.nodes.to_string_lossy(), args.pods.to_string_lossy());
         let nodes = sim::openb::read_nodes(&nodes_file, &read(&args.nodes)?).map_err(bad_config)?;
         let pods = sim::openb::read_pods(&pods_file, &read(&args.pods)?).map_err(bad_config)?;
+        if args.timed {
+            return self.replay_timed(&args, &nodes, &pods, &pods_file);
+        }
         let opts = sim::replay::ReplayOptions { seed: args.seed, inflate: args.inflate };
-        let run = |config: Option<&PathBuf>| -> Result<sim::replay::Replay, Exit> {
-            let (cfg, _) = self.load_config(config)?;
-            let mut bar = progress_bar("pods");
-            let result =
-                sim::replay::replay(&nodes, &pods, &cfg, &self.registry, &self.defaults, &opts, &mut |d, t| {
-                    bar.update(d, t)
-                });
-            bar.finish();
-            Ok(result?)
+        let run = |config: Option<&PathBuf>| {
+            self.with_progress(config, |cfg, progress| {
+                sim::replay::replay(&nodes, &pods, cfg, &self.registry, &self.defaults, &opts, progress)
+            })
         };
         if let Some(configs) = &args.compare {
             let runs = configs
@@ -452,6 +455,54 @@ impl App {
                 writeln!(out)?;
             }
             Output::Table => write!(out, "{}", report::replay_table(&replay))?,
+        }
+        Ok(())
+    }
+
+    /// Loads `config` and runs `replay` with it, a progress bar showing.
+    fn with_progress<T>(
+        &self,
+        config: Option<&PathBuf>,
+        replay: impl FnOnce(&Configuration, &mut (dyn FnMut(usize, usize) + Send)) -> Result<T, sim::SimError>,
+    ) -> Result<T, Exit> {
+        let (cfg, _) = self.load_config(config)?;
+        let mut bar = progress_bar("pods");
+        let result = replay(&cfg, &mut |d, t| bar.update(d, t));
+        bar.finish();
+        Ok(result?)
+    }
+
+    /// `replay --timed`: one run, or `--compare` side by side.
+    fn replay_timed(
+        &self,
+        args: &ReplayArgs,
+        nodes: &[sim::openb::TraceNode],
+        pods: &[sim::openb::TracePod],
+        pods_file: &str,
+    ) -> Result<(), Exit> {
+        if let Some(p) = pods.iter().find(|p| p.creation_time.is_none()) {
+            return Err(bad_config(anyhow::anyhow!(
+                "--timed: {pods_file}: pod {} has no creation_time (the column is needed, with a value on every line)",
+                p.name
+            )));
+        }
+        let run = |config: Option<&PathBuf>| {
+            self.with_progress(config, |cfg, progress| {
+                sim::timed::replay_timed(nodes, pods, cfg, &self.registry, &self.defaults, args.seed, progress)
+            })
+        };
+        if let Some(configs) = &args.compare {
+            let runs = configs
+                .iter()
+                .map(|c| Ok(compare::Run::of_timed(&c.display().to_string(), &run(Some(c))?)))
+                .collect::<Result<Vec<_>, Exit>>()?;
+            return comparison(&runs, args.output, None, "replay --timed --compare");
+        }
+        let replay = run(args.config.as_ref())?;
+        let mut out = std::io::stdout().lock();
+        match args.output {
+            Output::Json => writeln!(out, "{}", report::timed_json(&replay))?,
+            Output::Table => write!(out, "{}", report::timed_table(&replay))?,
         }
         Ok(())
     }

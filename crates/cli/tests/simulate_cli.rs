@@ -771,6 +771,40 @@ fn replay_reports_the_curve_and_rejects_bad_csv() {
     assert_eq!(out.code, Some(2), "{}", out.stderr);
 }
 
+/// `replay --timed`: the `wait` object in JSON, forecast off and on side
+/// by side with `--compare`, and a pod list without arrival times refused
+/// with exit code 2.
+#[test]
+fn timed_replay_reports_waits() {
+    let trace = ["replay", "--timed", "--format", "openb", "--nodes", "bench/forecast/nodes.csv"];
+    let pods = ["--pods", "bench/forecast/pods.csv"];
+    let on = ["--config", "examples/forecast-on.yaml", "--output", "json"];
+    let out = run(&[&trace[..], &pods[..], &on[..]].concat());
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!((v["pods"].as_u64(), v["wait"]["never_placed"].as_u64()), (Some(960), Some(0)));
+    let ml = &v["wait"]["queues"]["ml"];
+    assert_eq!(ml["pods"].as_u64(), Some(60));
+    assert!(ml["mean_s"].as_f64().unwrap() <= ml["p95_s"].as_f64().unwrap(), "{ml}");
+    let holds = v["forecast_holds"].as_array().unwrap();
+    assert!(
+        holds.iter().any(|h| h["forecast"].as_str().unwrap().starts_with("queue ml, 1-GPU pods: 12 expected")),
+        "{holds:?}"
+    );
+
+    let compare = ["--compare", "examples/forecast-off.yaml", "examples/forecast-on.yaml"];
+    let out = run(&[&trace[..], &pods[..], &compare[..]].concat());
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let row = out.stdout.lines().find(|l| l.trim_start().starts_with("queue ml")).unwrap_or_default().to_string();
+    assert_eq!(row.matches(" s / ").count(), 2, "mean / p95 for each config: {}", out.stdout);
+
+    let dir = scratch("timed");
+    let untimed = write(&dir, "pods.csv", TRACE_PODS);
+    let out = run(&[&trace[..], &["--pods", &untimed][..]].concat());
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("pod p0 has no creation_time"), "{}", out.stderr);
+}
+
 /// Headless Chromium (Debian's `chromium`, which `.ci/run` installs).
 fn chromium() -> String {
     ["chromium", "chromium-browser"]

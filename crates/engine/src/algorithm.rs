@@ -509,7 +509,9 @@ impl Algorithm {
         // sized by the pass rate seen so far: a fixed size would filter
         // hundreds of nodes in parallel to find the last few.
         let found_before = feasible.len();
-        let special = state.nominated().is_some() || state.held().is_some();
+        let special = state.nominated().is_some()
+            || state.held().is_some()
+            || state.read::<crate::forecast::ForecastHeld>().is_some();
         let mut chunk = (want + want / 4).max(PARALLEL_THRESHOLD).min(n);
         let mut processed = 0;
         let mut verdicts: Vec<Result<(), Status>> = Vec::with_capacity(chunk);
@@ -529,8 +531,9 @@ impl Algorithm {
             } else {
                 (0..len).into_par_iter().with_min_len(task_len(len)).map(check).collect_into_vec(&mut verdicts);
             }
-            // The few nodes with pods nominated there or held by the
-            // starvation guard are decided again, outside the hot loop.
+            // The few nodes with pods nominated there or held (by the
+            // starvation guard or a forecast) are decided again, outside
+            // the hot loop.
             if special {
                 for (i, v) in verdicts.iter_mut().enumerate() {
                     let k = (start + processed + i) % n;
@@ -580,10 +583,11 @@ impl Algorithm {
 }
 
 /// Whether the node at `position` has pods nominated there that `pod`
-/// must leave room for, or a hold that keeps `pod` off.
+/// must leave room for, or a hold (starvation guard, forecast) that keeps `pod` off.
 fn needs_second_look(state: &CycleState, pod: &Pod, position: usize, name: &str) -> bool {
     state.nominated().is_some_and(|n| n.for_pod(position, pod).next().is_some())
         || state.held().is_some_and(|h| h.blocking(name, pod).is_some())
+        || state.read::<crate::forecast::ForecastHeld>().is_some_and(|h| h.blocking(name, pod).is_some())
 }
 
 /// The profile's filters, less those whose PreFilter skipped the cycle.

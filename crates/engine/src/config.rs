@@ -65,6 +65,9 @@ pub struct Configuration {
     /// The spot rebalancer (`run`, leader only; `simulate` shows its plan).
     #[serde(default)]
     pub spot_drain: crate::spot_drain::SpotDrainConfig,
+    /// Intent prediction: capacity held ahead of forecast GPU demand.
+    #[serde(default)]
+    pub forecast: crate::forecast::ForecastConfig,
 }
 
 /// One HTTP extender, kube-scheduler's `Extender` fields and defaults.
@@ -218,6 +221,7 @@ impl Default for Configuration {
             extenders: Vec::new(),
             gpu_shapes: GpuShapesConfig::default(),
             spot_drain: Default::default(),
+            forecast: Default::default(),
         }
     }
 }
@@ -447,6 +451,10 @@ impl Configuration {
         if self.gpu_shapes != new.gpu_shapes {
             fields.push("gpuShapes");
         }
+        // The forecast's history is learned under its window and history.
+        if self.forecast != new.forecast {
+            fields.push("forecast");
+        }
         fields
     }
 
@@ -485,6 +493,7 @@ impl Configuration {
         self.node_facts.validate("nodeFacts")?;
         self.gpu_shapes.validate("gpuShapes")?;
         self.spot_drain.validate("spotDrain")?;
+        self.forecast.validate("forecast")?;
         // A schedulerName may repeat only after profiles that select pods:
         // a profile without podSelector takes every remaining pod.
         let mut catch_all = HashSet::new();

@@ -500,7 +500,8 @@ pub fn run_filters(
 /// [`run_filters`] on `node` at snapshot `position`, leaving room for the
 /// pods nominated there (see [`Nominated`]): the filters must pass with
 /// them added, and (for affinity to them, which must not count) without;
-/// and the node must not be held for another pod (the starvation guard).
+/// and the node must not be held for another pod (the starvation guard)
+/// or for a forecast demand the pod is not part of.
 /// The hot loop runs [`run_filters`] alone and this only on the few nodes
 /// concerned.
 pub fn filter_with_nominated(
@@ -511,6 +512,9 @@ pub fn filter_with_nominated(
     node: &NodeInfo,
 ) -> Result<(), Status> {
     if let Some(hold) = state.held().and_then(|h| h.blocking(node.name(), pod)) {
+        return Err(hold.status());
+    }
+    if let Some(hold) = state.read::<crate::forecast::ForecastHeld>().and_then(|h| h.blocking(node.name(), pod)) {
         return Err(hold.status());
     }
     let nominated: Vec<&PodRef> = state.nominated().map(|n| n.for_pod(position, pod).collect()).unwrap_or_default();

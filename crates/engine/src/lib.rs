@@ -15,6 +15,7 @@ pub mod dra;
 pub mod explain;
 pub mod extender;
 pub mod facts;
+pub mod forecast;
 pub mod framework;
 pub mod gang;
 pub mod instrument;

@@ -28,6 +28,8 @@ pub struct Run {
     pub curve: Vec<(f64, f64)>,
     /// Each GPU node: name, GPUs, thousandths allocated.
     pub nodes: Vec<(String, i64, i64)>,
+    /// Waits, for a timed replay.
+    pub wait: Option<crate::timed::Waits>,
 }
 
 impl Run {
@@ -49,6 +51,7 @@ impl Run {
                 .filter(|n| n.gpu_milli.1 > 0)
                 .map(|n| (n.name.clone(), n.gpu_milli.1 / 1000, n.gpu_milli.0))
                 .collect(),
+            wait: None,
         }
     }
 
@@ -63,6 +66,23 @@ impl Run {
             on_preferred_model: None,
             curve: r.curve.iter().map(|p| (f64::from(p.arrived_pct), p.allocated_pct)).collect(),
             nodes: r.node_use.iter().map(|n| (n.name.clone(), n.gpus as i64, n.allocated_milli)).collect(),
+            wait: None,
+        }
+    }
+
+    /// A timed replay: the end state, and the waits.
+    pub fn of_timed(label: &str, r: &crate::timed::TimedReplay) -> Run {
+        Run {
+            label: label.to_string(),
+            gpu_capacity_milli: r.gpus_total * 1000,
+            gpu_allocated_milli: r.allocated_milli,
+            fragmentation: r.fragmentation,
+            pending: r.wait.never_placed,
+            gpu_pods_placed: r.wait.gpu.pods,
+            on_preferred_model: None,
+            curve: Vec::new(),
+            nodes: r.node_use.iter().map(|n| (n.name.clone(), n.gpus as i64, n.allocated_milli)).collect(),
+            wait: Some(r.wait.clone()),
         }
     }
 
@@ -90,7 +110,20 @@ pub fn table(runs: &[Run]) -> String {
             runs.iter().map(|r| format!("{} of {}", r.on_preferred_model.unwrap_or(0), r.gpu_pods_placed)).collect(),
         ));
     }
-    let first = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    if let Some(waits) = runs.iter().map(|r| r.wait.as_ref()).collect::<Option<Vec<_>>>() {
+        let stats = |s: &crate::timed::WaitStats| format!("{:.0} s / {:.0} s", s.mean_s, s.p95_s);
+        rows.push(("wait mean / p95".into(), waits.iter().map(|w| stats(&w.all)).collect()));
+        rows.push(("  GPU pods".into(), waits.iter().map(|w| stats(&w.gpu)).collect()));
+        let queues: std::collections::BTreeSet<&String> = waits.iter().flat_map(|w| w.queues.keys()).collect();
+        for q in queues {
+            rows.push((
+                format!("  queue {q}"),
+                waits.iter().map(|w| w.queues.get(q).map_or("-".into(), &stats)).collect(),
+            ));
+        }
+        rows.push(("pods never placed".into(), waits.iter().map(|w| w.never_placed.to_string()).collect()));
+    }
+    let first = rows.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0);
     let widths: Vec<usize> =
         (0..runs.len()).map(|i| rows.iter().map(|(_, v)| v[i].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
@@ -117,6 +150,7 @@ pub fn json(runs: &[Run]) -> Value {
                 "pending": r.pending,
                 "gpuPodsPlaced": r.gpu_pods_placed,
                 "onPreferredModel": r.on_preferred_model,
+                "wait": r.wait.as_ref().map(crate::report::wait_json),
             })
         })
         .collect();
@@ -261,6 +295,7 @@ mod tests {
             on_preferred_model: Some(4),
             curve,
             nodes: vec![("n1".into(), 8, 8000), ("n2".into(), 8, allocated - 8000)],
+            wait: None,
         }
     }
 

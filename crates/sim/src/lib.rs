@@ -9,6 +9,7 @@ pub mod openb;
 pub mod replay;
 pub mod report;
 pub mod simulate;
+pub mod timed;
 pub mod workloads;
 
 pub use manifests::{ManifestError, Manifests};

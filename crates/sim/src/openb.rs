@@ -5,7 +5,10 @@
 //! requests and the openb annotations `alibabacloud.com/gpu-milli`,
 //! `alibabacloud.com/gpu-count` and `alibabacloud.com/gpu-card-model`.
 //! Columns are found by the header's names; errors name the file, line
-//! and column.
+//! and column. The pod list's times (`creation_time`, `deletion_time`,
+//! `scheduled_time`, seconds from the trace's start; blank for none) are
+//! read when present, for `replay --timed`; a `queue` column, which openb
+//! lacks, puts each pod in that queue (label `gpu-scheduler.io/queue`).
 
 use std::collections::BTreeMap;
 
@@ -40,7 +43,7 @@ pub struct TraceNode {
 }
 
 /// One pod of a pod list.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TracePod {
     pub name: String,
     pub milli_cpu: i64,
@@ -50,6 +53,12 @@ pub struct TracePod {
     pub gpu_milli: i64,
     /// Accepted models, `|`-separated; empty for any.
     pub gpu_spec: String,
+    /// The pod's queue (the optional `queue` column); empty for none.
+    pub queue: String,
+    /// Seconds from the trace's start; None when the column is absent or blank.
+    pub creation_time: Option<u64>,
+    pub deletion_time: Option<u64>,
+    pub scheduled_time: Option<u64>,
 }
 
 /// Namespace of the replayed pods.
@@ -124,6 +133,15 @@ impl<'a> Table<'a> {
         CsvError { file: self.file.to_string(), line, column: self.header[column].to_string(), message }
     }
 
+    /// An optional column's non-negative integer; None when the column is
+    /// absent or the cell blank.
+    fn time(&self, line: usize, cells: &[&str], column: Option<usize>) -> Result<Option<u64>, CsvError> {
+        match column {
+            Some(c) if !cells[c].trim().is_empty() => Ok(Some(self.int(line, cells, c, 0, i64::MAX / 1000)? as u64)),
+            _ => Ok(None),
+        }
+    }
+
     fn int(&self, line: usize, cells: &[&str], column: usize, min: i64, max: i64) -> Result<i64, CsvError> {
         let raw = cells[column].trim();
         match raw.parse::<i64>() {
@@ -162,7 +180,8 @@ pub fn read_nodes(file: &str, text: &str) -> Result<Vec<TraceNode>, CsvError> {
 }
 
 /// Reads a pod list (`name,cpu_milli,memory_mib,num_gpu,gpu_milli` and
-/// optionally `gpu_spec`; other columns are ignored).
+/// optionally `gpu_spec`, `queue`, `creation_time`, `deletion_time`,
+/// `scheduled_time`; other columns are ignored).
 pub fn read_pods(file: &str, text: &str) -> Result<Vec<TracePod>, CsvError> {
     let t = Table::parse(file, text)?;
     let (name, cpu, mem, gpus, milli) = (
@@ -173,6 +192,9 @@ pub fn read_pods(file: &str, text: &str) -> Result<Vec<TracePod>, CsvError> {
         t.column("gpu_milli")?,
     );
     let spec = t.column("gpu_spec").ok();
+    let queue = t.column("queue").ok();
+    let (created, deleted, scheduled) =
+        (t.column("creation_time").ok(), t.column("deletion_time").ok(), t.column("scheduled_time").ok());
     let mut seen = BTreeMap::new();
     t.rows
         .iter()
@@ -203,7 +225,31 @@ pub fn read_pods(file: &str, text: &str) -> Result<Vec<TracePod>, CsvError> {
                 gpus: gpu_count,
                 gpu_milli: if gpu_count == 0 { 0 } else { gpu_milli },
                 gpu_spec: spec.map(|c| cells[c].trim().to_string()).unwrap_or_default(),
+                queue: queue.map(|c| cells[c].trim().to_string()).unwrap_or_default(),
+                creation_time: t.time(*line, cells, created)?,
+                deletion_time: t.time(*line, cells, deleted)?,
+                scheduled_time: t.time(*line, cells, scheduled)?,
             })
+        })
+        .collect()
+}
+
+/// The queues the pods name, without quota (a queue limits only what its
+/// quota names): the trace has none, and QueueQuota refuses pods of a
+/// queue that does not exist.
+pub fn queues(pods: &[TracePod]) -> Vec<engine::queues::Queue> {
+    let names: std::collections::BTreeSet<&str> =
+        pods.iter().map(|p| p.queue.as_str()).filter(|q| !q.is_empty()).collect();
+    names
+        .into_iter()
+        .map(|name| engine::queues::Queue {
+            name: name.to_string(),
+            parent: None,
+            quota: BTreeMap::new(),
+            borrowing_limit: BTreeMap::new(),
+            lending_limit: BTreeMap::new(),
+            weight: 1.0,
+            reclaim: false,
         })
         .collect()
 }
@@ -246,11 +292,14 @@ impl TracePod {
                 annotations.insert(ANNOTATION_ALIBABA_GPU_MODEL.to_string(), self.gpu_spec.clone());
             }
         }
+        let labels = (!self.queue.is_empty())
+            .then(|| BTreeMap::from([(engine::queues::LABEL_QUEUE.to_string(), self.queue.clone())]));
         Pod {
             metadata: ObjectMeta {
                 name: Some(self.name.clone()),
                 namespace: Some(NAMESPACE.to_string()),
                 annotations: Some(annotations),
+                labels,
                 ..Default::default()
             },
             spec: Some(PodSpec {
@@ -264,6 +313,16 @@ impl TracePod {
             }),
             ..Default::default()
         }
+    }
+
+    /// How long the pod runs, ms: from `scheduled_time` (or, when blank,
+    /// 0 before a later creation, or absent, from `creation_time`: the
+    /// trace then never saw it start) to `deletion_time`; None when the
+    /// trace has no deletion time (the pod runs to the end).
+    pub fn run_ms(&self) -> Option<u64> {
+        let created = self.creation_time.unwrap_or(0);
+        let started = self.scheduled_time.filter(|&s| s >= created).unwrap_or(created);
+        Some(self.deletion_time?.saturating_sub(started) * 1000)
     }
 
     /// GPU asked, in thousandths: 1000 per whole GPU.
@@ -291,6 +350,22 @@ mod tests {
         assert_eq!(pods.len(), 4);
         assert_eq!((pods[1].gpus, pods[1].gpu_milli, pods[1].gpu_milli_total()), (1, 460, 460));
         assert_eq!((pods[2].gpu_spec.as_str(), pods[2].gpu_milli_total()), ("V100M16|V100M32", 8000));
+        assert_eq!((pods[0].creation_time, pods[0].queue.as_str()), (None, ""));
+        // Times and a queue: the run from the start seen (or the creation) to the deletion.
+        let timed = read_pods(
+            "p.csv",
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,queue,creation_time,deletion_time,scheduled_time\n\
+             a,1,1,1,1000,ml,100,400,130\nb,1,1,1,1000,,100,400,\nc,1,1,0,0,,5,,\nd,1,1,1,1000,,100,400,0\n",
+        )
+        .unwrap();
+        let runs: Vec<(Option<u64>, Option<u64>)> = timed.iter().map(|p| (p.creation_time, p.run_ms())).collect();
+        assert_eq!(
+            runs,
+            [(Some(100), Some(270_000)), (Some(100), Some(300_000)), (Some(5), None), (Some(100), Some(300_000))]
+        );
+        let labelled = engine::convert::pod_from_k8s(&timed[0].to_k8s("gpu-scheduler")).unwrap();
+        assert_eq!(labelled.labels.get(engine::queues::LABEL_QUEUE).map(String::as_str), Some("ml"));
+        assert!(engine::convert::pod_from_k8s(&timed[1].to_k8s("gpu-scheduler")).unwrap().labels.is_empty());
         // The multigpu lists have the first five columns only.
         let short = read_pods("p.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nx,1000,1024,2,1000\n").unwrap();
         assert_eq!((short[0].gpus, short[0].gpu_spec.as_str()), (2, ""));

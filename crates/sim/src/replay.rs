@@ -108,7 +108,7 @@ impl Replay {
 }
 
 /// The simulated API: bindings always succeed.
-struct ReplayBinder;
+pub(crate) struct ReplayBinder;
 
 impl Binder for ReplayBinder {
     fn bind(&self, _pod: &Pod, _node: &str) -> Result<(), String> {
@@ -160,25 +160,10 @@ pub fn replay(
     progress: &mut (dyn FnMut(usize, usize) + Send),
 ) -> Result<Replay, SimError> {
     in_pool(|| {
-        let profiles = build_profiles(cfg, registry, defaults)?;
-        let scheduler_name = profiles.first().map(|p| p.scheduler_name.clone()).unwrap_or_default();
-        let mut sched = Scheduler::new(cfg, profiles, opts.seed).map_err(|e| SimError::Engine(e.to_string()))?;
+        let (mut sched, converted) = trace_scheduler(nodes, pods, cfg, registry, defaults, opts.seed)?;
         let now = 0;
-        let engine_error = |what: String, e: convert::ConvertError| SimError::Engine(format!("{what}: {e}"));
-        for n in nodes {
-            let node = convert::node_from_k8s(&n.to_k8s()).map_err(|e| engine_error(format!("node {}", n.name), e))?;
-            sched.on_node_upsert(node, now);
-        }
         let gpus_total: i64 = nodes.iter().map(|n| n.gpus).sum();
         let capacity = gpus_total * 1000;
-        // Each pod of the list converted once; copies are renamed clones.
-        let converted: Vec<Pod> = pods
-            .iter()
-            .map(|p| {
-                convert::pod_from_k8s(&p.to_k8s(&scheduler_name))
-                    .map_err(|e| engine_error(format!("pod {}", p.name), e))
-            })
-            .collect::<Result<_, _>>()?;
         let order = arrival_order(pods, capacity, opts);
         let total = order.len();
 
@@ -251,9 +236,39 @@ pub fn replay(
     })
 }
 
+/// A scheduler for `cfg` with the trace's nodes and queues, and the
+/// trace's pods converted (once; copies are renamed clones).
+pub(crate) fn trace_scheduler(
+    nodes: &[TraceNode],
+    pods: &[TracePod],
+    cfg: &Configuration,
+    registry: &Registry,
+    defaults: &[DefaultPlugin],
+    seed: u64,
+) -> Result<(Scheduler, Vec<Pod>), SimError> {
+    let profiles = build_profiles(cfg, registry, defaults)?;
+    let scheduler_name = profiles.first().map(|p| p.scheduler_name.clone()).unwrap_or_default();
+    let mut sched = Scheduler::new(cfg, profiles, seed).map_err(|e| SimError::Engine(e.to_string()))?;
+    let engine_error = |what: String, e: convert::ConvertError| SimError::Engine(format!("{what}: {e}"));
+    for n in nodes {
+        let node = convert::node_from_k8s(&n.to_k8s()).map_err(|e| engine_error(format!("node {}", n.name), e))?;
+        sched.on_node_upsert(node, 0);
+    }
+    for q in crate::openb::queues(pods) {
+        sched.on_queue_upsert(q, 0);
+    }
+    let converted = pods
+        .iter()
+        .map(|p| {
+            convert::pod_from_k8s(&p.to_k8s(&scheduler_name)).map_err(|e| engine_error(format!("pod {}", p.name), e))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((sched, converted))
+}
+
 /// The cluster's fragmentation, summed in the trace's node order (a sum
 /// of floats in hash order would differ in its last bits between runs).
-fn fragmentation(sched: &Scheduler, nodes: &[TraceNode]) -> Fragmentation {
+pub(crate) fn fragmentation(sched: &Scheduler, nodes: &[TraceNode]) -> Fragmentation {
     let infos = nodes.iter().filter_map(|n| sched.cache().node(&n.name)).map(|n| n.as_ref());
     cluster_fragmentation(infos, sched.cache().gpu_shapes())
 }
@@ -288,7 +303,7 @@ fn curve(samples: &[(f64, f64)], frag_at: &[(i64, f64)], last: u32) -> Vec<Curve
     out
 }
 
-fn node_use(sched: &Scheduler, nodes: &[TraceNode]) -> Vec<NodeGpuUse> {
+pub(crate) fn node_use(sched: &Scheduler, nodes: &[TraceNode]) -> Vec<NodeGpuUse> {
     nodes
         .iter()
         .filter(|n| n.gpus > 0)
@@ -318,6 +333,7 @@ mod tests {
             gpus,
             gpu_milli: milli,
             gpu_spec: String::new(),
+            ..Default::default()
         }
     }
 

@@ -483,3 +483,68 @@ pub fn replay_table(r: &Replay) -> String {
     ));
     out
 }
+
+/// The waits of a timed replay, seconds: `{"all": {"pods", "mean_s",
+/// "p95_s"}, "gpu": {...}, "queues": {"ml": {...}}, "never_placed",
+/// "never_placed_gpu"}`.
+pub fn wait_json(w: &crate::timed::Waits) -> Value {
+    let stats =
+        |s: &crate::timed::WaitStats| json!({"pods": s.pods, "mean_s": round2(s.mean_s), "p95_s": round2(s.p95_s)});
+    let queues: serde_json::Map<String, Value> = w.queues.iter().map(|(q, s)| (q.clone(), stats(s))).collect();
+    json!({
+        "all": stats(&w.all),
+        "gpu": stats(&w.gpu),
+        "queues": queues,
+        "never_placed": w.never_placed,
+        "never_placed_gpu": w.never_placed_gpu,
+    })
+}
+
+/// `replay --timed --output json`: the totals, the `wait` object, and
+/// the forecasts that held nodes.
+pub fn timed_json(r: &crate::timed::TimedReplay) -> Value {
+    let held: Vec<Value> = r
+        .held_forecasts
+        .iter()
+        .map(|h| json!({"forecast": h.explanation, "peak_held_gpus": round2(h.peak_held_milli as f64 / 1000.0)}))
+        .collect();
+    json!({
+        "gpus_total": r.gpus_total,
+        "pods": r.pods,
+        "placed": r.placed,
+        "nodes": r.nodes,
+        "seed": r.seed,
+        "end_s": r.end_s,
+        "wait": wait_json(&r.wait),
+        "forecast_holds": held,
+    })
+}
+
+/// `replay --timed --output table`: waits overall, for GPU pods and per
+/// queue, and the forecasts that held nodes.
+pub fn timed_table(r: &crate::timed::TimedReplay) -> String {
+    let w = &r.wait;
+    let mut out = format!(
+        "Replayed {} pods on {} nodes ({} GPUs) on the trace's clock ({:.1} h), seed {}: {} placed, {} never placed.\n\n",
+        r.pods,
+        r.nodes,
+        r.gpus_total,
+        r.end_s as f64 / 3600.0,
+        r.seed,
+        r.placed,
+        w.never_placed
+    );
+    let row = |name: String, s: &crate::timed::WaitStats| {
+        vec![name, s.pods.to_string(), format!("{:.0}", s.mean_s), format!("{:.0}", s.p95_s)]
+    };
+    let mut rows = vec![row("all".into(), &w.all), row("GPU pods".into(), &w.gpu)];
+    rows.extend(w.queues.iter().map(|(q, s)| row(format!("queue {q}"), s)));
+    out.push_str(&table(&["PODS", "PLACED", "MEAN WAIT (S)", "P95 WAIT (S)"], &rows));
+    if !r.held_forecasts.is_empty() {
+        out.push_str("\nForecasts that held nodes (most GPUs held at once):\n");
+        for h in &r.held_forecasts {
+            out.push_str(&format!("  {:>5.1} GPUs  {}\n", h.peak_held_milli as f64 / 1000.0, h.explanation));
+        }
+    }
+    out
+}

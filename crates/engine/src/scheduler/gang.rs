@@ -220,6 +220,7 @@ impl Scheduler {
             state.set_restriction(restriction.clone());
             state.set_nominated(self.nominated());
             state.set_held(self.holds.index());
+            self.forecast_cycle(&mut state, &qp.pod, now);
             state.write(profile.gpu_placement);
             if !self.waiting.is_empty() {
                 state.write(crate::queues::Waiting(self.waiting.clone()));

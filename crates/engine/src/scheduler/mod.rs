@@ -7,6 +7,7 @@
 //! A gang is decided in one cycle ([`gang`]): its members' outcomes are
 //! handed out by the following calls of `schedule_one`.
 
+mod forecast;
 mod gang;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -212,6 +213,8 @@ pub struct Scheduler {
     /// podSelector takes (another scheduler's canary): a reconfiguration
     /// may make them ours.
     unclaimed: HashMap<String, PodRef>,
+    /// GPU demand forecast and the nodes held for it (`forecast`).
+    forecast: Option<crate::forecast::Forecaster>,
 }
 
 /// Events each plugin of `profiles` registered (a policy rule's variant
@@ -221,6 +224,12 @@ fn plugin_events(profiles: &[Arc<Profile>]) -> HashMap<&'static str, Vec<Cluster
     // A pod kept off a held node may go there once the holder is placed.
     events.insert(
         STARVATION_GUARD,
+        vec![ClusterEvent::any(EventResource::AssignedPod), ClusterEvent::any(EventResource::Node)],
+    );
+    // A pod kept off a node held for a forecast may go there once the
+    // forecast's pods are placed (or the window ends: `retry_at`).
+    events.insert(
+        crate::forecast::FORECAST,
         vec![ClusterEvent::any(EventResource::AssignedPod), ClusterEvent::any(EventResource::Node)],
     );
     let variants = profiles.iter().flat_map(|p| p.policy_switch.iter().flat_map(|ps| ps.variants.iter()));
@@ -293,6 +302,7 @@ impl Scheduler {
             active_policies: vec![None; profile_count],
             policy_switches: Vec::new(),
             unclaimed: HashMap::new(),
+            forecast: cfg.forecast.enabled.then(|| crate::forecast::Forecaster::new(cfg.forecast.clone())),
         })
     }
 
@@ -604,6 +614,7 @@ impl Scheduler {
         } else {
             let member = pod.group_key().map(|key| (key, pod.uid.clone()));
             self.cache.observe_shape(&pod);
+            self.forecast_arrival(&pod, now);
             self.queue.add(pod, now);
             if let Some((key, uid)) = member {
                 self.joined_queue(&key, &uid, now);
@@ -635,6 +646,9 @@ impl Scheduler {
         }
         if !self.holds.is_empty() {
             self.holds.release(uid);
+        }
+        if let Some(f) = &mut self.forecast {
+            f.left(uid);
         }
         if !self.queued_in.is_empty() {
             self.set_competing(uid, None);
@@ -953,6 +967,7 @@ impl Scheduler {
         state.set_node_selector(profile.node_selector.clone());
         state.set_nominated(self.nominated());
         state.set_held(self.holds.index());
+        self.forecast_cycle(&mut state, &qp.pod, now);
         state.write(profile.gpu_placement);
         if !self.waiting.is_empty() {
             state.write(crate::queues::Waiting(self.waiting.clone()));
