@@ -15,6 +15,7 @@
 //! names.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use crate::devices::GpuKind;
 use crate::facts::GPU_RESOURCE;
@@ -157,13 +158,33 @@ pub fn quantity(key: &str, amount: i64) -> String {
 pub struct QueuedUse {
     pub pod: PodRef,
     pub queue: String,
-    pub model: Option<std::sync::Arc<str>>,
+    pub model: Option<Arc<str>>,
+}
+
+/// The Queue objects, by name, with each parent's children: shared by
+/// every copy of [`Queues`], which pods' accounting copies often (the
+/// cache's copy is written while a snapshot holds the last one).
+#[derive(Debug, Clone, Default)]
+struct Specs {
+    by_name: BTreeMap<String, Queue>,
+    children: HashMap<String, Vec<String>>,
+}
+
+impl Specs {
+    fn index_children(&mut self) {
+        self.children.clear();
+        for q in self.by_name.values() {
+            if let Some(p) = &q.parent {
+                self.children.entry(p.clone()).or_default().push(q.name.clone());
+            }
+        }
+    }
 }
 
 /// The queues and what their pods use.
 #[derive(Debug, Clone, Default)]
 pub struct Queues {
-    specs: BTreeMap<String, Queue>,
+    specs: Arc<Specs>,
     /// Each queue's own pods' use (not its descendants'), by key.
     usage: HashMap<String, BTreeMap<String, i64>>,
     /// Bound or assumed pods per queue.
@@ -172,19 +193,29 @@ pub struct Queues {
 
 impl Queues {
     pub fn is_empty(&self) -> bool {
-        self.specs.is_empty()
+        self.specs.by_name.is_empty()
     }
 
     pub fn get(&self, name: &str) -> Option<&Queue> {
-        self.specs.get(name)
+        self.specs.by_name.get(name)
     }
 
     pub fn upsert(&mut self, q: Queue) {
-        self.specs.insert(q.name.clone(), q);
+        let specs = Arc::make_mut(&mut self.specs);
+        specs.by_name.insert(q.name.clone(), q);
+        specs.index_children();
+    }
+
+    /// A queue's spec to edit in place (its parent unchanged).
+    #[cfg(test)]
+    fn spec_mut(&mut self, name: &str) -> Option<&mut Queue> {
+        Arc::make_mut(&mut self.specs).by_name.get_mut(name)
     }
 
     pub fn remove(&mut self, name: &str) {
-        self.specs.remove(name);
+        let specs = Arc::make_mut(&mut self.specs);
+        specs.by_name.remove(name);
+        specs.index_children();
     }
 
     /// Adds (`sign` 1) or removes (-1) a pod's use: `demand` plus, on a
@@ -214,7 +245,8 @@ impl Queues {
     }
 
     fn children(&self, parent: &str) -> impl Iterator<Item = &Queue> {
-        self.specs.values().filter(move |q| q.parent.as_deref() == Some(parent))
+        let specs = &self.specs;
+        specs.children.get(parent).into_iter().flatten().filter_map(|name| specs.by_name.get(name))
     }
 
     /// What a queue and its descendants use of `key`.
@@ -234,9 +266,14 @@ impl Queues {
     /// missing or the chain loops.
     fn chain<'a>(&'a self, queue: &str) -> Result<Vec<&'a Queue>, String> {
         let mut out: Vec<&Queue> = Vec::new();
-        let mut name = queue.to_string();
+        // The first name is the caller's; the others borrow from the specs.
+        let first = self.specs.by_name.get_key_value(queue).map(|(k, _)| k.as_str());
+        let mut name: &'a str = match first {
+            Some(n) => n,
+            None => return Err(format!("queue {queue} does not exist")),
+        };
         loop {
-            let Some(q) = self.specs.get(&name) else {
+            let Some(q) = self.specs.by_name.get(name) else {
                 return Err(match out.last() {
                     None => format!("queue {name} does not exist"),
                     Some(child) => format!("queue {}: its parent {name} does not exist", child.name),
@@ -247,7 +284,7 @@ impl Queues {
             }
             out.push(q);
             match &q.parent {
-                Some(p) => name = p.clone(),
+                Some(p) => name = p,
                 None => return Ok(out),
             }
         }
@@ -281,14 +318,16 @@ impl Queues {
         // The siblings' unused quota that they lend, against what is
         // borrowed from it: by the others, and by this queue after `n`.
         let (mut lent_out, mut lendable) = (over.max(0), 0);
-        let mut lenders = Vec::new();
-        for s in self.children(parent).filter(|s| s.name != q.name) {
+        let lends = |s: &Queue| {
             let s_quota = s.quota.get(key).copied().unwrap_or(0);
             let s_used = self.usage(&s.name, key);
             let lends = (s_quota - s_used).max(0).min(s.lending_limit.get(key).copied().unwrap_or(i64::MAX));
+            (lends, (s_used - s_quota).max(0))
+        };
+        for s in self.children(parent).filter(|s| s.name != q.name) {
+            let (lends, borrows) = lends(s);
             lendable += lends;
-            lent_out += (s_used - s_quota).max(0);
-            lenders.push(format!("{} lends {}", s.name, show(key, lends)));
+            lent_out += borrows;
         }
         // This queue's own unused quota (after n) is lent out too.
         let own_lends = (quota - used - n).max(0).min(q.lending_limit.get(key).copied().unwrap_or(i64::MAX));
@@ -299,6 +338,12 @@ impl Queues {
             // Within its quota, but siblings borrowed what it lent.
             return Err(format!("{}, within its quota, but its siblings borrow it", what()));
         }
+        // The message only on refusal: admission runs every cycle.
+        let lenders: Vec<String> = self
+            .children(parent)
+            .filter(|s| s.name != q.name)
+            .map(|s| format!("{} lends {}", s.name, show(key, lends(s).0)))
+            .collect();
         let mut lenders = if lenders.is_empty() { "no sibling queue".to_string() } else { lenders.join(", ") };
         // What is borrowed already, by this queue and the others.
         let already = lent_out - over.max(0) + (used - quota).max(0);
@@ -429,6 +474,7 @@ impl Queues {
     /// what of that is borrowed, and its own pods.
     pub fn statuses(&self) -> Vec<QueueStatus> {
         self.specs
+            .by_name
             .values()
             .map(|q| {
                 let mut keys: Vec<&String> = q.quota.keys().collect();
@@ -526,8 +572,8 @@ mod tests {
     #[test]
     fn limits_and_hierarchy() {
         let mut qs = teams();
-        qs.specs.get_mut("team-a").unwrap().borrowing_limit.insert(GPU.into(), 2000);
-        qs.specs.get_mut("team-b").unwrap().lending_limit.insert(GPU.into(), 1000);
+        qs.spec_mut("team-a").unwrap().borrowing_limit.insert(GPU.into(), 2000);
+        qs.spec_mut("team-b").unwrap().lending_limit.insert(GPU.into(), 1000);
         assert_eq!(
             qs.admit("team-a", &gpus(11)).unwrap_err(),
             "queue team-a: 0/8 GPUs in use, its borrowing limit is 2"
@@ -539,7 +585,7 @@ mod tests {
         assert!(qs.admit("team-a", &gpus(9)).is_ok());
         // The root's own quota caps the sum of its children.
         let mut qs = teams();
-        qs.specs.get_mut("team-a").unwrap().quota.insert(GPU.into(), 12_000);
+        qs.spec_mut("team-a").unwrap().quota.insert(GPU.into(), 12_000);
         qs.account("team-b", &gpus(8), None, 1);
         assert_eq!(
             qs.admit("team-a", &gpus(9)).unwrap_err(),
@@ -653,7 +699,7 @@ mod tests {
         assert!(qs.reclaim("team-b", &gpus(9), &pods).is_none());
         // A borrower over its own quota does not reclaim; nor a queue that may not.
         assert!(qs.reclaim("team-a", &one, &pods).is_none());
-        qs.specs.get_mut("team-b").unwrap().reclaim = false;
+        qs.spec_mut("team-b").unwrap().reclaim = false;
         assert!(qs.reclaim("team-b", &one, &pods).is_none());
     }
 
