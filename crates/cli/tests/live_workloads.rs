@@ -175,7 +175,7 @@ fn gang_from_a_job(c: &Cluster) {
         &["create", "-n", "train", "-f", "-"],
         &(pod_group("pretrain", 4) + &job("pretrain", "pretrain", "gs-train", 4)),
     );
-    let placed = wait_for(90, "the 4 workers of pretrain bound", || {
+    let placed = sched.wait_for(90, "the 4 workers of pretrain bound", || {
         let p = job_pods(c, "train", "pretrain");
         (p.len() == 4 && p.values().all(|n| !n.is_empty())).then_some(p)
     });
@@ -183,7 +183,7 @@ fn gang_from_a_job(c: &Cluster) {
     nodes.sort();
     nodes.dedup();
     assert_eq!(nodes.len(), 4, "one 8-GPU worker per node: {placed:?}");
-    let status = wait_for(60, "the PodGroup's status written", || {
+    let status = sched.wait_for(60, "the PodGroup's status written", || {
         let g = c.get_json(&["podgroups.scheduling.x-k8s.io", "pretrain", "-n", "train"]);
         (g["status"]["phase"] == "Scheduled").then_some(g)
     });
@@ -195,7 +195,7 @@ fn gang_from_a_job(c: &Cluster) {
         &["create", "-n", "train", "-f", "-"],
         &(pod_group("finetune", 3) + &job("finetune", "finetune", "gs-train", 3)),
     );
-    let describe = wait_for(90, "the gang's message on a finetune member", || {
+    let describe = sched.wait_for(90, "the gang's message on a finetune member", || {
         let pods = job_pods(c, "train", "finetune");
         let name = pods.keys().next()?.clone();
         let d = c.kubectl(&["describe", "pod", &name, "-n", "train"]);

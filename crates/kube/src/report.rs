@@ -183,6 +183,42 @@ struct Worker {
     failed: std::sync::Mutex<HashMap<(String, String), FailedSeries>>,
 }
 
+/// Attempts at one status write, and how long each may take.
+const STATUS_ATTEMPTS: u32 = 5;
+const STATUS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Writes a status patch, again after a failed or stalled attempt: the
+/// status is written only when it changes, so a lost write would leave it
+/// stale until the next change. A deleted object or a refused patch is not
+/// retried.
+async fn write_status<K>(api: &Api<K>, what: &str, name: &str, patch: &Patch<serde_json::Value>)
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
+{
+    for attempt in 1..=STATUS_ATTEMPTS {
+        let error =
+            match tokio::time::timeout(STATUS_TIMEOUT, api.patch_status(name, &PatchParams::default(), patch)).await {
+                Ok(Ok(_)) => return,
+                Ok(Err(kube::Error::Api(s))) if s.code == 404 => {
+                    debug!("{what}: status not written, it is gone");
+                    return;
+                }
+                Ok(Err(kube::Error::Api(s))) if s.code == 400 || s.code == 422 => {
+                    warn!("{what}: status refused: {}", s.message);
+                    return;
+                }
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => format!("no answer within {} s", STATUS_TIMEOUT.as_secs()),
+            };
+        if attempt == STATUS_ATTEMPTS {
+            warn!("{what}: status not written after {attempt} attempts: {error}");
+            return;
+        }
+        debug!("{what}: status not written (attempt {attempt}): {error}");
+        tokio::time::sleep(std::time::Duration::from_millis(200 << attempt)).await;
+    }
+}
+
 /// A FailedScheduling Event sent, counted again while its message repeats.
 #[derive(Debug, Clone)]
 struct FailedSeries {
@@ -264,16 +300,12 @@ impl Worker {
             Report::GangStatus { namespace, name, status } => {
                 let api: Api<PodGroupResource> = Api::namespaced(self.main.clone(), &namespace);
                 let patch = Patch::Merge(crate::podgroup::status_patch(&status));
-                if let Err(e) = api.patch_status(&name, &PatchParams::default(), &patch).await {
-                    debug!(podgroup = %format!("{namespace}/{name}"), "status not updated: {e}");
-                }
+                write_status(&api, &format!("PodGroup {namespace}/{name}"), &name, &patch).await;
             }
             Report::QueueStatus { name, status } => {
                 let api: Api<crate::queue::QueueResource> = Api::all(self.main.clone());
                 let patch = Patch::Merge(json!({ "status": status }));
-                if let Err(e) = api.patch_status(&name, &PatchParams::default(), &patch).await {
-                    debug!(queue = %name, "status not updated: {e}");
-                }
+                write_status(&api, &format!("Queue {name}"), &name, &patch).await;
             }
             Report::PodNote { pod, reason, note } => {
                 let ev = Event {

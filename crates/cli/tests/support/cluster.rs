@@ -294,6 +294,21 @@ impl Scheduler {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// [`wait_for`], and on a timeout the end of this scheduler's log, so
+    /// that a failure on a CI machine shows what the scheduler did.
+    pub fn wait_for<T>(&self, secs: u64, what: &str, f: impl FnMut() -> Option<T>) -> T {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| wait_for(secs, what, f))) {
+            Ok(v) => v,
+            Err(panic) => {
+                let log = self.log_text();
+                let lines: Vec<&str> = log.lines().collect();
+                let tail = lines[lines.len().saturating_sub(80)..].join("\n");
+                eprintln!("the last lines of {}:\n{tail}", self.log.display());
+                std::panic::resume_unwind(panic)
+            }
+        }
+    }
+
     /// The address its HTTP endpoints listen on, from its log.
     pub fn http_address(&self) -> String {
         wait_for(30, "the scheduler's HTTP address in its log", || {
