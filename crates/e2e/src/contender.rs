@@ -1,0 +1,434 @@
+//! One run of one contender: its pods created (before it starts in drain
+//! mode, while it runs in stream mode), every binding seen on a watch, its
+//! process's cost read from /proc, its pods and namespace removed after.
+
+use std::collections::HashMap;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use serde_json::json;
+
+use crate::workload::{Placement, Workload, pod_name};
+use crate::{Args, CLIENT_QPS, ClusterGuard, IN_FLIGHT, Mode, SETTLE, ceiling, create, retrying};
+
+/// One contender's figures in one run.
+#[derive(Debug, Clone, Default)]
+pub struct Run {
+    pub name: String,
+    /// The round (0-based) and the place in that round's order.
+    pub round: usize,
+    pub position: usize,
+    /// Drain: from the first binding to the last. Stream: from the first
+    /// creation to the last binding.
+    pub pods_per_s: f64,
+    /// Drain only: from the process's start (the ceiling: its first
+    /// request) to the last binding, start-up and cache sync included.
+    pub pods_per_s_from_start: Option<f64>,
+    /// Drain only: seconds from the start to the first binding.
+    pub first_binding_s: Option<f64>,
+    /// Latency to bound: from creation (stream) or from the contender's
+    /// start (drain).
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub peak_rss_mib: Option<f64>,
+    /// The scheduler process's CPU seconds, start-up included.
+    pub cpu_s: Option<f64>,
+    /// The API server's CPU seconds while this contender ran.
+    pub apiserver_cpu_s: Option<f64>,
+    /// Wall seconds the contender ran (start to last binding).
+    pub wall_s: f64,
+    /// Seconds from the first creation to the last.
+    pub created_s: f64,
+    /// Seconds since the start of the measure at which each pod was bound,
+    /// sorted.
+    pub bound_at: Vec<f64>,
+    /// Requests the ceiling retried (connection dropped, 429, 5xx).
+    pub retries: Option<u64>,
+    /// How well the mixed workload was placed (not for the ceiling, which
+    /// places round-robin).
+    pub placement: Option<Placement>,
+}
+
+impl Run {
+    pub fn cpu_s_per_1000_pods(&self, pods: usize) -> Option<f64> {
+        self.cpu_s.map(|c| c * 1000.0 / pods.max(1) as f64)
+    }
+
+    pub fn summary(&self) -> String {
+        let opt = |v: Option<f64>, unit: &str| v.map_or("-".into(), |v| format!("{v:.1}{unit}"));
+        format!(
+            "{:.0} pods/s{}, first binding at {}, p50 {:.0} ms, p99 {:.0} ms, peak RSS {}, CPU {}, API server CPU {}",
+            self.pods_per_s,
+            self.pods_per_s_from_start.map_or(String::new(), |v| format!(" ({v:.0} from start)")),
+            opt(self.first_binding_s, " s"),
+            self.p50_ms,
+            self.p99_ms,
+            opt(self.peak_rss_mib, " MiB"),
+            opt(self.cpu_s, " s"),
+            opt(self.apiserver_cpu_s, " s"),
+        )
+    }
+}
+
+/// CPU seconds of a process so far, from /proc.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces): utime is the
+    // 14th field, stime the 15th, in clock ticks (100 per second).
+    let (_, rest) = stat.rsplit_once(')')?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+/// A scheduler process, and how to read its cost.
+struct Process {
+    child: Child,
+}
+
+impl Process {
+    /// Peak RSS (MiB) and CPU seconds so far, from /proc.
+    fn usage(&self) -> (Option<f64>, Option<f64>) {
+        let pid = self.child.id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let rss = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+            .map(|kib| kib / 1024.0);
+        (rss, cpu_seconds(pid))
+    }
+
+    fn stop(mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        for _ in 0..100 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_gpu_scheduler(args: &Args, cluster: &ClusterGuard, scheduler: &str) -> Result<Process> {
+    let config = cluster.dir.join("gpu-scheduler-config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: gpu-scheduler.io/v1alpha1\nkind: GpuSchedulerConfiguration\nleaderElection: {{leaderElect: false}}\nclientConnection: {{qps: {CLIENT_QPS}, burst: {CLIENT_QPS}}}\nprofiles:\n- schedulerName: {scheduler}\n"
+        ),
+    )?;
+    let log = std::fs::File::create(cluster.dir.join("gpu-scheduler.log"))?;
+    let child = Command::new(&args.gpu_scheduler)
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(&cluster.kubeconfig)
+        .arg("--config")
+        .arg(&config)
+        .args(["--http-address", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .with_context(|| format!("starting {}", args.gpu_scheduler.display()))?;
+    Ok(Process { child })
+}
+
+fn start_kube_scheduler(cluster: &ClusterGuard, scheduler: &str) -> Result<Process> {
+    let config = cluster.dir.join("kube-scheduler-config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nclientConnection:\n  kubeconfig: {}\n  qps: {CLIENT_QPS}\n  burst: {CLIENT_QPS}\nleaderElection: {{leaderElect: false}}\nprofiles:\n- schedulerName: {scheduler}\n",
+            cluster.kubeconfig.display()
+        ),
+    )?;
+    let log = std::fs::File::create(cluster.dir.join("kube-scheduler.log"))?;
+    let child = Command::new(cluster.bin.join("kube-scheduler"))
+        .arg("--config")
+        .arg(&config)
+        .args(["--secure-port", "0", "-v", "1"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .context("starting kube-scheduler")?;
+    Ok(Process { child })
+}
+
+/// What runs while the pods are bound: a scheduler process or the ceiling.
+enum Running {
+    Process(Process),
+    Ceiling(Box<ceiling::Ceiling>),
+}
+
+impl Running {
+    async fn start(
+        args: &Args,
+        cluster: &ClusterGuard,
+        name: &str,
+        namespace: &str,
+        scheduler: &str,
+    ) -> Result<Running> {
+        Ok(match name {
+            "gpu-scheduler" => Running::Process(start_gpu_scheduler(args, cluster, scheduler)?),
+            "kube-scheduler" => Running::Process(start_kube_scheduler(cluster, scheduler)?),
+            _ => {
+                let client = if args.ceiling_http1 {
+                    crate::client::http1(&cluster.kubeconfig).await?
+                } else {
+                    crate::client::http2(&cluster.kubeconfig).await?
+                };
+                eprintln!("   the ceiling's client speaks {}", crate::client::version(&client).await?);
+                let c = ceiling::Ceiling::new(client, namespace, scheduler, args.nodes, args.ceiling_in_flight);
+                Running::Ceiling(Box::new(match args.mode {
+                    Mode::Stream => c.watching(),
+                    Mode::Drain => c.precomputed().await?,
+                }))
+            }
+        })
+    }
+
+    /// Drain mode: what runs is told to go (a process already runs).
+    fn go(&mut self) {
+        if let Running::Ceiling(c) = self {
+            c.go();
+        }
+    }
+
+    /// (peak RSS MiB, CPU s) of a process.
+    fn usage(&self) -> (Option<f64>, Option<f64>) {
+        match self {
+            Running::Process(p) => p.usage(),
+            Running::Ceiling(_) => (None, None),
+        }
+    }
+
+    fn stop(self) -> Option<u64> {
+        match self {
+            Running::Process(p) => {
+                p.stop();
+                None
+            }
+            Running::Ceiling(c) => Some(c.stop()),
+        }
+    }
+}
+
+type Bound = Arc<Mutex<HashMap<String, (Instant, String)>>>;
+
+/// Watches `pods` and records when each is first seen bound, and where.
+/// Returns once the watch has listed what exists.
+async fn watch_bindings(pods: &Api<Pod>) -> (Bound, tokio::task::JoinHandle<()>) {
+    let bound: Bound = Arc::default();
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    let handle = {
+        let bound = bound.clone();
+        let pods = pods.clone();
+        tokio::spawn(async move {
+            let mut ready = Some(ready_tx);
+            let mut stream = watcher(pods, watcher::Config::default()).boxed();
+            while let Some(e) = stream.next().await {
+                match e {
+                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
+                        if let Some(node) = p.spec.and_then(|s| s.node_name) {
+                            let name = p.metadata.name.unwrap_or_default();
+                            bound
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .entry(name)
+                                .or_insert_with(|| (Instant::now(), node));
+                        }
+                    }
+                    Ok(watcher::Event::InitDone) => {
+                        if let Some(tx) = ready.take() {
+                            let _ = tx.send(());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        })
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(120), ready_rx).await;
+    (bound, handle)
+}
+
+/// Creates the measured pods, `IN_FLIGHT` at a time; returns when each
+/// was sent.
+async fn create_pods(args: &Args, pods: &Api<Pod>, scheduler: &str) -> Result<HashMap<String, Instant>> {
+    let created: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    futures::stream::iter(0..args.pods)
+        .map(|i| {
+            let (pods, created) = (pods.clone(), created.clone());
+            async move {
+                let name = pod_name(i);
+                let p = args.workload.pod(i, &name, scheduler)?;
+                created.lock().unwrap_or_else(|e| e.into_inner()).insert(name, Instant::now());
+                create(&pods, &p).await
+            }
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .try_collect::<Vec<()>>()
+        .await?;
+    let created = created.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    Ok(created)
+}
+
+/// Waits until every measured pod is bound.
+async fn wait_all_bound(args: &Args, name: &str, bound: &Bound) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(args.timeout_s);
+    loop {
+        let n = bound.lock().unwrap_or_else(|e| e.into_inner()).keys().filter(|k| k.starts_with("p-")).count();
+        if n >= args.pods {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("{name}: only {n} of {} pods bound after {} s", args.pods, args.timeout_s);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+pub async fn run(args: &Args, cluster: &ClusterGuard, client: &Client, name: &str, round: usize) -> Result<Run> {
+    let scheduler = format!("bench-{name}");
+    let namespace = format!("bench-{name}-{}", round + 1);
+    let ns: Api<Namespace> = Api::all(client.clone());
+    let ns_obj: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}}))?;
+    ns.create(&PostParams::default(), &ns_obj).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    let apiserver_cpu = || cluster.apiserver_pid().and_then(cpu_seconds);
+
+    let (running, bound, watch, start, created, created_s, apiserver_before) = match args.mode {
+        Mode::Stream => {
+            let running = Running::start(args, cluster, name, &namespace, &scheduler).await?;
+            // Warm up: one pod bound means the contender has synced and decides.
+            pods.create(&PostParams::default(), &Workload::Basic.pod(0, "warmup", &scheduler)?).await?;
+            wait_bound(&pods, 1, Duration::from_secs(120)).await.context("warm-up pod not bound")?;
+            let (bound, watch) = watch_bindings(&pods).await;
+            let apiserver_before = apiserver_cpu();
+            let start = Instant::now();
+            let created = create_pods(args, &pods, &scheduler).await?;
+            let created_s = start.elapsed().as_secs_f64();
+            (running, bound, watch, start, created, created_s, apiserver_before)
+        }
+        Mode::Drain => {
+            let t = Instant::now();
+            let created = create_pods(args, &pods, &scheduler).await?;
+            let created_s = t.elapsed().as_secs_f64();
+            let (bound, watch) = watch_bindings(&pods).await;
+            // The API server settles after the burst of creations.
+            tokio::time::sleep(SETTLE).await;
+            let apiserver_before = apiserver_cpu();
+            let spawned = Instant::now();
+            let mut running = Running::start(args, cluster, name, &namespace, &scheduler).await?;
+            // A process counts from its spawn; the ceiling from its first
+            // request, its bindings being computed before.
+            let start = if matches!(running, Running::Ceiling(_)) { Instant::now() } else { spawned };
+            running.go();
+            (running, bound, watch, start, created, created_s, apiserver_before)
+        }
+    };
+    wait_all_bound(args, name, &bound).await?;
+    let wall_s = start.elapsed().as_secs_f64();
+    let apiserver_cpu_s = apiserver_cpu().zip(apiserver_before).map(|(after, before)| after - before);
+    let (peak_rss_mib, cpu_s) = running.usage();
+    watch.abort();
+    let retries = running.stop();
+
+    let bound = bound.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let mut latencies: Vec<f64> = Vec::with_capacity(args.pods);
+    let mut bound_at: Vec<f64> = Vec::with_capacity(args.pods);
+    for (pod, c) in &created {
+        if let Some((b, _)) = bound.get(pod) {
+            let from = match args.mode {
+                Mode::Stream => *c,
+                Mode::Drain => start,
+            };
+            latencies.push(b.saturating_duration_since(from).as_secs_f64() * 1000.0);
+            bound_at.push(b.saturating_duration_since(start).as_secs_f64());
+        }
+    }
+    latencies.sort_by(f64::total_cmp);
+    bound_at.sort_by(f64::total_cmp);
+    let last = bound_at.last().copied().unwrap_or(0.0).max(1e-9);
+    let n = args.pods as f64;
+    let (pods_per_s, pods_per_s_from_start, first_binding_s) = match args.mode {
+        Mode::Stream => (n / last, None, None),
+        Mode::Drain => {
+            let first = bound_at.first().copied().unwrap_or(0.0);
+            // Intervals between the first binding and the last.
+            ((n - 1.0).max(1.0) / (last - first).max(1e-9), Some(n / last), Some(first))
+        }
+    };
+    let run = Run {
+        name: name.to_string(),
+        round,
+        position: 0,
+        pods_per_s,
+        pods_per_s_from_start,
+        first_binding_s,
+        p50_ms: percentile(&latencies, 0.50),
+        p99_ms: percentile(&latencies, 0.99),
+        peak_rss_mib,
+        cpu_s,
+        apiserver_cpu_s,
+        wall_s,
+        created_s,
+        bound_at,
+        retries,
+        placement: (args.workload == Workload::Mixed && name != "ceiling").then(|| {
+            let on: HashMap<String, String> = bound.into_iter().map(|(pod, (_, node))| (pod, node)).collect();
+            args.workload.placement(&on)
+        }),
+    };
+
+    // The next contender starts without these pods. Without kubelets a
+    // graceful deletion never completes: delete them at once.
+    let now = DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
+    let all = ListParams::default();
+    retrying(|| pods.delete_collection(&now, &all)).await?;
+    let delete = DeleteParams::default();
+    retrying(|| ns.delete(&namespace, &delete)).await?;
+    // The namespace is gone once its pods and Events are: the next
+    // contender then does not share the API server with that clean-up.
+    for _ in 0..1200 {
+        if matches!(ns.get_opt(&namespace).await, Ok(None)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    tokio::time::sleep(SETTLE).await;
+    Ok(run)
+}
+
+async fn wait_bound(pods: &Api<Pod>, n: usize, within: Duration) -> Result<()> {
+    let deadline = Instant::now() + within;
+    let all = ListParams::default();
+    loop {
+        let list = retrying(|| pods.list(&all)).await?;
+        let bound = list.items.iter().filter(|p| p.spec.as_ref().is_some_and(|s| s.node_name.is_some())).count();
+        if bound >= n {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("{bound} of {n} pods bound");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
