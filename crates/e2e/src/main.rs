@@ -375,6 +375,7 @@ async fn contender(args: &Args, cluster: &ClusterGuard, client: &Client, name: &
     let ns: Api<Namespace> = Api::all(client.clone());
     let ns_obj: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}}))?;
     ns.create(&PostParams::default(), &ns_obj).await?;
+    args.workload.prepare(client, &namespace, &scheduler, args.nodes, args.pods).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
 
     let (process, ceiling) = match name {
@@ -517,11 +518,7 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 
 fn write_results(args: &Args, runs: &[Run]) -> Result<()> {
     std::fs::create_dir_all(&args.out)?;
-    let workload = match args.workload {
-        Workload::Basic => "",
-        Workload::Mixed => "mixed-",
-    };
-    let stem = args.out.join(format!("e2e-{workload}{}-{}", args.nodes, args.pods));
+    let stem = args.out.join(format!("e2e-{}{}-{}", args.workload.file_prefix(), args.nodes, args.pods));
     let figures = |r: &Run| {
         let mut f = json!({"pods_per_s": r.pods_per_s, "p50_ms": r.p50_ms, "p99_ms": r.p99_ms,
                "peak_rss_mib": r.peak_rss_mib, "cpu_s": r.cpu_s, "created_s": r.created_s});
