@@ -48,13 +48,16 @@
 //!   CRD of deploy/crds, applied by [`Workload::prepare`]) of 3 members,
 //!   pods of 100m, 100 Mi labelled `scheduling.x-k8s.io/pod-group`.
 //!   kube-scheduler schedules the same pods one by one, without gang
-//!   semantics, so the comparison is not like for like: kube-scheduler has
-//!   no PodGroup of this API, and its own (v1.36's alpha GangScheduling)
-//!   needs the alpha `GenericWorkload` gate and the
-//!   `scheduling.k8s.io/v1alpha2` API switched on in kube-apiserver, the
-//!   gates in kube-scheduler, and another pod field (`spec.schedulingGroup`)
-//!   and PodGroup API: a different control plane and different pods from
-//!   the ones gpu-scheduler is measured on.
+//!   semantics, so the comparison is not like for like: kube-scheduler
+//!   reads no PodGroup of this API. Its own gang scheduling (v1.36's alpha
+//!   GangScheduling) works on v1.36.3 (tried by hand: a PodGroup
+//!   `scheduling.k8s.io/v1alpha2` with `gang.minCount` 3 gets its three
+//!   pods bound, one with only two members keeps both pending), but it needs
+//!   kube-apiserver started with `--feature-gates=GenericWorkload=true
+//!   --runtime-config=scheduling.k8s.io/v1alpha2=true`, kube-scheduler with
+//!   `--feature-gates=GenericWorkload=true,GangScheduling=true`, and pods
+//!   naming their group in `spec.schedulingGroup.podGroupName`: a control
+//!   plane other than the one every other workload runs on.
 //!
 //! Init pods are created already bound (`spec.nodeName`, placed as a
 //! scheduler may place them) before the contender starts, so no contender
@@ -102,8 +105,8 @@ pub enum Workload {
     PreferredTopologySpreading,
     NodeAffinity,
     Preemption,
-    /// kube-scheduler places these pods without gang semantics (see the
-    /// module docs): not like for like.
+    /// kube-scheduler places these pods one by one, without gang
+    /// semantics: not like for like.
     Gang,
 }
 
