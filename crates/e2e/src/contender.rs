@@ -303,6 +303,7 @@ pub async fn run(args: &Args, cluster: &ClusterGuard, client: &Client, name: &st
     let ns: Api<Namespace> = Api::all(client.clone());
     let ns_obj: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}}))?;
     ns.create(&PostParams::default(), &ns_obj).await?;
+    args.workload.prepare(client, &namespace, &scheduler, args.nodes, args.pods).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
     let apiserver_cpu = || cluster.apiserver_pid().and_then(cpu_seconds);
 
@@ -311,7 +312,7 @@ pub async fn run(args: &Args, cluster: &ClusterGuard, client: &Client, name: &st
             let running = Running::start(args, cluster, name, &namespace, &scheduler).await?;
             // Warm up: one pod bound means the contender has synced and decides.
             pods.create(&PostParams::default(), &Workload::Basic.pod(0, "warmup", &scheduler)?).await?;
-            wait_bound(&pods, 1, Duration::from_secs(120)).await.context("warm-up pod not bound")?;
+            wait_bound(&pods, "warmup", Duration::from_secs(120)).await.context("warm-up pod not bound")?;
             let (bound, watch) = watch_bindings(&pods).await;
             let apiserver_before = apiserver_cpu();
             let start = Instant::now();
@@ -409,17 +410,17 @@ pub async fn run(args: &Args, cluster: &ClusterGuard, client: &Client, name: &st
     Ok(run)
 }
 
-async fn wait_bound(pods: &Api<Pod>, n: usize, within: Duration) -> Result<()> {
+/// Waits until the pod `name` is bound (the namespace may hold bound
+/// init pods already).
+async fn wait_bound(pods: &Api<Pod>, name: &str, within: Duration) -> Result<()> {
     let deadline = Instant::now() + within;
-    let all = ListParams::default();
     loop {
-        let list = retrying(|| pods.list(&all)).await?;
-        let bound = list.items.iter().filter(|p| p.spec.as_ref().is_some_and(|s| s.node_name.is_some())).count();
-        if bound >= n {
+        let pod = retrying(|| pods.get_opt(name)).await?;
+        if pod.and_then(|p| p.spec).is_some_and(|s| s.node_name.is_some()) {
             return Ok(());
         }
         if Instant::now() > deadline {
-            bail!("{bound} of {n} pods bound");
+            bail!("{name} not bound");
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

@@ -60,7 +60,8 @@ pub struct Args {
     nodes: usize,
     #[arg(long)]
     pods: usize,
-    /// What to schedule: scheduler_perf's cases, or a mixed GPU cluster.
+    /// What to schedule: scheduler_perf's cases (basic is SchedulingBasic),
+    /// or a mixed GPU cluster of ours.
     #[arg(long, value_enum, default_value = "basic")]
     workload: Workload,
     #[arg(long, value_enum, default_value = "drain")]

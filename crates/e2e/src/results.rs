@@ -20,17 +20,15 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
-/// The name a value has on the command line.
-fn name_of(v: impl clap::ValueEnum) -> String {
-    v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default()
-}
-
-fn mode_name(mode: Mode) -> String {
-    name_of(mode)
+fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Drain => "drain",
+        Mode::Stream => "stream",
+    }
 }
 
 fn workload_name(w: Workload) -> String {
-    name_of(w)
+    w.name().to_string()
 }
 
 /// The figures compared, as (JSON key, getter, higher is better).
@@ -71,7 +69,7 @@ fn ceiling_note(ceiling: &Run, beaten_by: &Run) -> String {
     );
     if let (Some(a), Some(b)) = (busy(ceiling), busy(beaten_by)) {
         why += &format!(
-            "; the API server used {a:.2} CPU cores in the ceiling's run and {b:.2} in {}'s: it was the bottleneck of both",
+            "; the API server used {a:.2} CPU cores in the ceiling's run and {b:.2} in {}'s (of the machine's cores, shared with etcd and the harness)",
             beaten_by.name
         );
     }
