@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by tools/k8s/build, cluster and matrix: which Kubernetes
 # releases the control plane can be built at, and where each one's Go
 # module is. The default release is pinned by tools/k8s/go.mod; each other
