@@ -17,6 +17,8 @@ pub struct ControlPlane {
     pub kubeconfig: PathBuf,
     /// Where tools/k8s/build put the binaries (kube-scheduler, kubectl).
     pub bin: PathBuf,
+    /// The Kubernetes release it runs (`K8S_VERSION`, tools/k8s/versions.sh).
+    pub version: String,
 }
 
 impl ControlPlane {
@@ -42,11 +44,14 @@ impl ControlPlane {
             )));
         }
         let bin = std::fs::read_to_string(dir.join("run/bin")).map_err(Error::io("reading the cluster's run/bin"))?;
+        let version =
+            std::fs::read_to_string(dir.join("run/version")).map_err(Error::io("reading the cluster's run/version"))?;
         Ok(ControlPlane {
             repo: repo.to_path_buf(),
             dir: dir.to_path_buf(),
             kubeconfig: dir.join("kubeconfig"),
             bin: PathBuf::from(bin.trim()),
+            version: version.trim().to_string(),
         })
     }
 

@@ -1,5 +1,6 @@
 //! The conformance suite's machinery: kube-scheduler v1.36.3 (from
-//! `tools/k8s`) is the oracle for gpu-scheduler run with
+//! `tools/k8s`; another supported release with `K8S_VERSION`, as
+//! tools/k8s/matrix runs it) is the oracle for gpu-scheduler run with
 //! `examples/kube-default-config.yaml`, kube's own default profile.
 //!
 //! A [`Scenario`] (generated from a seed by [`generate`], or read from a

@@ -107,6 +107,8 @@ pub struct Entry {
 
 #[derive(Debug, Default, Serialize)]
 pub struct Summary {
+    /// The release of the oracle (and of the control plane), e.g. v1.36.3.
+    pub kube_version: String,
     pub scenarios: usize,
     pub agreed_scheduled: usize,
     pub agreed_unschedulable: usize,
@@ -146,7 +148,8 @@ impl Summary {
 
     pub fn markdown(&self) -> String {
         let mut out = format!(
-            "# Conformance: gpu-scheduler against kube-scheduler v1.36.3\n\n{} scenarios in {:.0} s: {} placed by both (kube's node among our top nodes), {} unschedulable for both with the same message ({} of them differing only by design, docs/POLICIES.md), {} divergences, {} errors; {} agreed only when run again (a watch event late).\n\n",
+            "# Conformance: gpu-scheduler against kube-scheduler {}\n\n{} scenarios in {:.0} s: {} placed by both (kube's node among our top nodes), {} unschedulable for both with the same message ({} of them differing only by design, docs/POLICIES.md), {} divergences, {} errors; {} agreed only when run again (a watch event late).\n\n",
+            self.kube_version,
             self.scenarios,
             self.seconds,
             self.agreed_scheduled,

@@ -46,6 +46,7 @@ impl Suite {
         let client = control_plane.client().await?;
         let kube = start_kube_scheduler(&control_plane, KUBE_VERBOSITY, &dir.join("kube-scheduler.log"))?;
         let (ours, addr) = start_gpu_scheduler(&control_plane, repo, our_binary, &dir.join("gpu-scheduler.log"))?;
+        let summary = Summary { kube_version: control_plane.version.clone(), ..Summary::default() };
         Ok(Suite {
             kube,
             _ours: ours,
@@ -53,7 +54,7 @@ impl Suite {
             control_plane,
             dir: dir.to_path_buf(),
             settle: SETTLE,
-            summary: Summary::default(),
+            summary,
             reports: Vec::new(),
             started: Instant::now(),
         })

@@ -1,7 +1,7 @@
 //! gpu-scheduler with `examples/kube-default-config.yaml` against
-//! kube-scheduler v1.36.3 on one real control plane: the named cases of
-//! `regressions/` (each a divergence once found, now fixed), then
-//! generated scenarios.
+//! kube-scheduler v1.36.3 (or the release `K8S_VERSION` names) on one real
+//! control plane: the named cases of `regressions/` (each a divergence
+//! once found, now fixed), then generated scenarios.
 //!
 //! `CONFORMANCE_SCENARIOS=N` (default 300) sets how many are generated,
 //! `CONFORMANCE_FIRST_SEED=S` (default 1) where their seeds start,

@@ -25,15 +25,30 @@ pub struct PodGroupResource {
     pub spec: LiveSpec,
 }
 
+/// The CRD says int32, but an API server before Kubernetes 1.36 does not
+/// enforce a CRD's `format: int32`: the numbers are read as i64 and checked
+/// in `convert`, so one PodGroup out of range is ignored (and logged), not
+/// an error of the whole list that would stop the PodGroup watch.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LiveSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_member: Option<i32>,
+    pub min_member: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_resources: Option<BTreeMap<String, serde_json::Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schedule_timeout_seconds: Option<i32>,
+    pub schedule_timeout_seconds: Option<i64>,
+}
+
+/// An int32 field of the CRD; the error names it.
+fn int32(path: &str, v: Option<i64>) -> Result<Option<i32>, engine::convert::ConvertError> {
+    v.map(|n| {
+        i32::try_from(n).map_err(|_| engine::convert::ConvertError {
+            path: path.to_string(),
+            message: format!("Invalid value: {n}: must be an int32"),
+        })
+    })
+    .transpose()
 }
 
 crd_resource!(PodGroupResource, NamespaceResourceScope, kind: KIND, group: API_GROUP, version: VERSION, plural: PLURAL);
@@ -46,9 +61,9 @@ impl PodGroupResource {
             kind: None,
             metadata: self.metadata.clone(),
             spec: PodGroupSpec {
-                min_member: self.spec.min_member,
+                min_member: int32("spec.minMember", self.spec.min_member)?,
                 min_resources: self.spec.min_resources.clone(),
-                schedule_timeout_seconds: self.spec.schedule_timeout_seconds,
+                schedule_timeout_seconds: int32("spec.scheduleTimeoutSeconds", self.spec.schedule_timeout_seconds)?,
             },
             status: None,
         };
@@ -104,5 +119,22 @@ mod tests {
             status_patch(&s),
             json!({"status": {"phase": "Scheduled", "scheduled": 4, "running": 0, "scheduleStartTime": "1970-01-01T00:00:00Z"}})
         );
+    }
+
+    #[test]
+    fn a_number_out_of_int32_is_the_podgroups_error_not_the_lists() {
+        // Kubernetes 1.35 stores it: the CRD's int32 format is not enforced.
+        let list = json!({"items": [
+            {"metadata": {"name": "huge", "namespace": "ml"}, "spec": {"minMember": 3_000_000_000_i64}},
+            {"metadata": {"name": "late", "namespace": "ml"}, "spec": {"minMember": 1, "scheduleTimeoutSeconds": -3_000_000_000_i64}},
+            {"metadata": {"name": "fine", "namespace": "ml"}, "spec": {"minMember": 2}}
+        ]});
+        let items: Vec<PodGroupResource> = serde_json::from_value(list["items"].clone()).unwrap_or_default();
+        assert_eq!(items.len(), 3, "every item reads");
+        let errors: Vec<String> = items.iter().filter_map(|g| g.convert().err()).map(|e| e.to_string()).collect();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(errors[0].contains("spec.minMember") && errors[0].contains("int32"), "{errors:?}");
+        assert!(errors[1].contains("spec.scheduleTimeoutSeconds"), "{errors:?}");
+        assert!(items[2].convert().is_ok());
     }
 }

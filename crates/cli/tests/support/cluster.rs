@@ -36,11 +36,15 @@ pub struct Cluster {
     pub dir: PathBuf,
     pub kubeconfig: PathBuf,
     path: String,
+    /// The release it runs, e.g. `v1.35.4`.
+    pub version: String,
 }
 
 impl Cluster {
-    /// Starts a cluster whose state lives in `target/live-tests/NAME`.
-    /// Builds the control plane first if it is not cached (minutes).
+    /// Starts a cluster whose state lives in `target/live-tests/NAME`, at
+    /// the release `K8S_VERSION` names (tools/k8s/versions.sh; unset: the
+    /// default). Builds the control plane first if it is not cached
+    /// (minutes).
     pub fn up(name: &str) -> Cluster {
         let dir = repo().join("target/live-tests").join(name);
         std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
@@ -71,7 +75,37 @@ impl Cluster {
         }
         let (Some(kubeconfig), Some(bin)) = (kubeconfig, bin) else { panic!("unexpected cluster env output:\n{env}") };
         let path = format!("{bin}:{}", std::env::var("PATH").unwrap_or_default());
-        Cluster { dir, kubeconfig, path }
+        let version = run("version").trim().to_string();
+        Cluster { dir, kubeconfig, path, version }
+    }
+
+    /// The minor version of its release (35 for v1.35.4).
+    pub fn minor(&self) -> u32 {
+        let minor = self.version.trim_start_matches('v').split('.').nth(1);
+        minor.and_then(|m| m.parse().ok()).unwrap_or_else(|| panic!("unexpected release {:?}", self.version))
+    }
+
+    /// Whether the release is older than 1.`minor`. When it is, the caller
+    /// skips `what` (needing 1.`minor`) for the reason `why`, and this says
+    /// so: on stderr, and in the file `GPU_SCHEDULER_SKIP_LOG` names, whose
+    /// lines tools/k8s/matrix prints under its table.
+    pub fn skip_below(&self, minor: u32, what: &str, why: &str) -> bool {
+        if self.minor() >= minor {
+            return false;
+        }
+        let line = format!("skipped {what} (needs Kubernetes 1.{minor}, this is {}): {why}", self.version);
+        eprintln!("{line}");
+        if let Some(file) = std::env::var_os("GPU_SCHEDULER_SKIP_LOG") {
+            let appended = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&file)
+                .and_then(|mut f| writeln!(f, "{line}"));
+            if let Err(e) = appended {
+                eprintln!("writing {}: {e}", Path::new(&file).display());
+            }
+        }
+        true
     }
 
     pub fn restart_apiserver(&self) {
@@ -167,19 +201,10 @@ impl Cluster {
         counts
     }
 
-    /// Starts `gpu-scheduler run` with `config`, logging to `log`.
     /// `gpu-scheduler snapshot` of this cluster into `name` (in the test's
     /// directory), then `simulate --output json --config CONFIG` of it.
     pub fn simulate_snapshot(&self, config: &Path, name: &str) -> Value {
-        let snapshot = self.dir.join(name);
-        let out = Command::new(env!("CARGO_BIN_EXE_gpu-scheduler"))
-            .args(["snapshot", "--kubeconfig"])
-            .arg(&self.kubeconfig)
-            .arg("--output")
-            .arg(&snapshot)
-            .output()
-            .unwrap_or_else(|e| panic!("running snapshot: {e}"));
-        assert!(out.status.success(), "snapshot failed: {}", String::from_utf8_lossy(&out.stderr));
+        let snapshot = self.snapshot(name);
         let out = Command::new(env!("CARGO_BIN_EXE_gpu-scheduler"))
             .args(["simulate", "--output", "json", "--config"])
             .arg(config)
@@ -190,6 +215,22 @@ impl Cluster {
         serde_json::from_slice(&out.stdout).unwrap_or_default()
     }
 
+    /// `gpu-scheduler snapshot` of this cluster into `name` (in the test's
+    /// directory); panics if it fails.
+    pub fn snapshot(&self, name: &str) -> PathBuf {
+        let snapshot = self.dir.join(name);
+        let out = Command::new(env!("CARGO_BIN_EXE_gpu-scheduler"))
+            .args(["snapshot", "--kubeconfig"])
+            .arg(&self.kubeconfig)
+            .arg("--output")
+            .arg(&snapshot)
+            .output()
+            .unwrap_or_else(|e| panic!("running snapshot: {e}"));
+        assert!(out.status.success(), "snapshot failed: {}", String::from_utf8_lossy(&out.stderr));
+        snapshot
+    }
+
+    /// Starts `gpu-scheduler run` with `config`, logging to `log`.
     pub fn start_scheduler(&self, config: &Path, log: &Path) -> Scheduler {
         self.start_scheduler_as(&self.kubeconfig, config, "gpu-scheduler", log, &[])
     }
