@@ -22,10 +22,15 @@ use tokio::task::JoinHandle;
 use crate::retrying;
 use crate::workload::node_name;
 
-/// Bindings in flight by default: on the 2-core machine of BENCHMARKS.md,
-/// 64, 128, 256 and 512 were tried; beyond 128 nothing more came through,
-/// and fewer left the API server idle between answers.
+/// Bindings in flight by default (`--ceiling-in-flight` changes it): on
+/// the 2-core machine of BENCHMARKS.md the API server is busy long before
+/// this many wait on it.
 pub const IN_FLIGHT: usize = 128;
+
+/// Events in flight at most: like a scheduler's event sender (gpu-
+/// scheduler's sends 16 at a time), so that Events queue behind the
+/// bindings instead of taking the API server from them.
+const EVENTS_IN_FLIGHT: usize = 16;
 
 /// A pod to bind: name and UID.
 type Target = (String, Option<String>);
@@ -128,7 +133,12 @@ impl Ceiling {
     }
 
     fn writer(&self) -> Writer {
-        Writer { pods: self.pods.clone(), events: self.events.clone(), retries: self.retries.clone() }
+        Writer {
+            pods: self.pods.clone(),
+            events: self.events.clone(),
+            retries: self.retries.clone(),
+            events_in_flight: Arc::new(tokio::sync::Semaphore::new(EVENTS_IN_FLIGHT)),
+        }
     }
 }
 
@@ -137,6 +147,7 @@ struct Writer {
     pods: Api<Pod>,
     events: Api<Event>,
     retries: Arc<AtomicU64>,
+    events_in_flight: Arc<tokio::sync::Semaphore>,
 }
 
 impl Writer {
@@ -184,8 +195,9 @@ impl Writer {
             }),
             ..Default::default()
         };
-        let events = self.events.clone();
+        let (events, in_flight) = (self.events.clone(), self.events_in_flight.clone());
         tokio::spawn(async move {
+            let Ok(_permit) = in_flight.acquire().await else { return };
             let _ = events.create(&PostParams::default(), &ev).await;
         });
     }
