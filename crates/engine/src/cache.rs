@@ -752,6 +752,28 @@ impl Cache {
         Ok(())
     }
 
+    /// Marks a pod in the cache terminating or not (a victim whose
+    /// eviction was sent, before the API shows it), keeping its state
+    /// (assumed or bound) and its counts. Returns the flag it had, or None
+    /// for a pod not in the cache.
+    pub fn set_terminating(&mut self, uid: &str, terminating: bool) -> Option<bool> {
+        let state = self.pods.get(uid)?;
+        let was = state.pod.terminating;
+        if was == terminating {
+            return Some(was);
+        }
+        let mut pod = (*state.pod).clone();
+        pod.terminating = terminating;
+        let pod = Arc::new(pod);
+        if let Some(node) = pod.node_name.clone() {
+            self.touch(&node).replace_pod(pod.clone());
+        }
+        if let Some(state) = self.pods.get_mut(uid) {
+            state.pod = pod;
+        }
+        Some(was)
+    }
+
     pub fn pod(&self, uid: &str) -> Option<&PodRef> {
         self.pods.get(uid).map(|s| &s.pod)
     }

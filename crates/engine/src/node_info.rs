@@ -108,6 +108,20 @@ impl NodeInfo {
         }
     }
 
+    /// Swaps in a new object of a pod already here whose requests, ports,
+    /// affinity and devices are unchanged (a flag changed): nothing is
+    /// counted again. False when the pod is not here.
+    pub fn replace_pod(&mut self, pod: PodRef) -> bool {
+        let Some(slot) = self.pods.iter_mut().find(|p| p.uid == pod.uid) else { return false };
+        *slot = pod.clone();
+        for list in [&mut self.pods_with_affinity, &mut self.pods_with_required_anti_affinity] {
+            if let Some(slot) = list.iter_mut().find(|p| p.uid == pod.uid) {
+                *slot = pod.clone();
+            }
+        }
+        true
+    }
+
     /// Removes the pod with `uid`; returns it if it was here.
     pub fn remove_pod(&mut self, uid: &str) -> Option<PodRef> {
         let i = self.pods.iter().position(|p| p.uid == uid)?;

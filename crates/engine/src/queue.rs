@@ -378,6 +378,24 @@ impl SchedulingQueue {
         }
     }
 
+    /// Moves these unschedulable pods straight to the active queue, their
+    /// backoff waived (kube-scheduler's `Activate`): what they waited for
+    /// (their preemption's victims gone) happened.
+    pub fn activate_now(&mut self, uids: &[String]) {
+        for uid in uids {
+            if self.place.get(uid) == Some(&Place::Unschedulable)
+                && let Some(qp) = self.parked.remove(uid)
+            {
+                self.push_active(qp);
+            }
+        }
+    }
+
+    /// The object of a pod waiting in backoff, unschedulable or in flight.
+    pub fn parked_pod(&self, uid: &str) -> Option<&PodRef> {
+        self.parked.get(uid).map(|qp| &qp.pod)
+    }
+
     /// Retries the in-flight pod no earlier than `until` (a gang backed
     /// off for its timeout).
     pub fn add_backoff_until(&mut self, mut qp: QueuedPod, until: Millis, now: Millis) {

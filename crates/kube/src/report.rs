@@ -24,6 +24,10 @@ use crate::podgroup::PodGroupResource;
 const QUEUE: usize = 4096;
 /// Reports being sent at once.
 const CONCURRENCY: usize = 16;
+/// Victims being evicted at once: a preemptor waits for all of its own,
+/// and kube-scheduler deletes each preemptor's victims 16 at a time with
+/// preemptors in parallel.
+const EVICTION_CONCURRENCY: usize = 64;
 
 /// The pod a report is about.
 #[derive(Debug, Clone)]
@@ -127,6 +131,9 @@ pub enum Report {
 #[derive(Clone)]
 pub struct Reporter {
     tx: mpsc::Sender<Report>,
+    /// A preemption's deletions: a queue and senders of their own, so
+    /// they never wait behind Events.
+    evictions: mpsc::Sender<Report>,
     dropped: Arc<AtomicU64>,
 }
 
@@ -135,6 +142,7 @@ impl Reporter {
     /// the queue is drained.
     pub fn start(events: Client, main: Client, instance: &str) -> (Reporter, JoinHandle<()>) {
         let (tx, rx) = mpsc::channel(QUEUE);
+        let (evictions, evictions_rx) = mpsc::channel(QUEUE);
         let worker = Worker {
             events,
             main,
@@ -142,15 +150,15 @@ impl Reporter {
             recorders: Default::default(),
             failed: Default::default(),
         };
-        let handle = tokio::spawn(worker.run(rx));
-        (Reporter { tx, dropped: Arc::default() }, handle)
+        let handle = tokio::spawn(worker.run(rx, evictions_rx));
+        (Reporter { tx, evictions, dropped: Arc::default() }, handle)
     }
 
-    /// Queues a report that must not be dropped (a preemption's
-    /// deletions): waits for room. Call from a thread outside the runtime,
-    /// as the scheduling thread is.
+    /// Queues a preemption's deletion, which must not be dropped: waits
+    /// for room. Call from a thread outside the runtime, as the scheduling
+    /// thread is.
     pub fn send_reliably(&self, report: Report) {
-        if self.tx.blocking_send(report).is_err() {
+        if self.evictions.blocking_send(report).is_err() {
             warn!("report worker gone, report lost");
         }
     }
@@ -234,8 +242,10 @@ const SERIES_TTL: jiff::SignedDuration = jiff::SignedDuration::from_mins(6);
 impl Worker {
     /// Sends the reports: most of them concurrently, PodGroup and Queue statuses one
     /// after another in the order they were made, since a later status
-    /// overtaken by an earlier one would be lost.
-    async fn run(self, mut rx: mpsc::Receiver<Report>) {
+    /// overtaken by an earlier one would be lost. A preemption's deletions
+    /// have a lane of their own: behind thousands of Events they would
+    /// reach the API seconds late while their preemptor waits.
+    async fn run(self, mut rx: mpsc::Receiver<Report>, evictions_rx: mpsc::Receiver<Report>) {
         let (ordered_tx, mut ordered_rx) = mpsc::channel::<Report>(QUEUE);
         let (concurrent_tx, concurrent_rx) = mpsc::channel::<Report>(QUEUE);
         let dispatch = async move {
@@ -254,13 +264,17 @@ impl Worker {
                 sequential.send(r).await;
             }
         };
-        let concurrent =
-            futures::stream::unfold(concurrent_rx, |mut rx| async move { rx.recv().await.map(|r| (r, rx)) })
-                .for_each_concurrent(CONCURRENCY, move |r| {
-                    let this = this.clone();
-                    async move { this.send(r).await }
-                });
-        futures::join!(dispatch, ordered, concurrent);
+        let lane =
+            |rx: mpsc::Receiver<Report>, this: Arc<Worker>, concurrency: usize| {
+                futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|r| (r, rx)) })
+                    .for_each_concurrent(concurrency, move |r| {
+                        let this = this.clone();
+                        async move { this.send(r).await }
+                    })
+            };
+        let evictions = lane(evictions_rx, this.clone(), EVICTION_CONCURRENCY);
+        let concurrent = lane(concurrent_rx, this, CONCURRENCY);
+        futures::join!(dispatch, ordered, evictions, concurrent);
     }
 
     fn recorder(&self, scheduler_name: &str) -> Recorder {

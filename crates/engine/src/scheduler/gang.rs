@@ -320,6 +320,8 @@ impl Scheduler {
         let count = attempt.victims.len();
         let message = format!("{message} preemption: {count} pod(s) to evict to place the gang.");
         let mut victims = std::mem::take(&mut attempt.victims);
+        let members: Vec<String> = attempt.placed.iter().map(|p| p.qp.pod.uid.clone()).collect();
+        self.evictions.mark(&mut self.cache, &victims, &members, now);
         for p in attempt.placed {
             let mut qp = p.qp;
             self.nominate_in_flight(&mut qp, &p.node);

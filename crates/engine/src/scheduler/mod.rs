@@ -7,6 +7,7 @@
 //! A gang is decided in one cycle ([`gang`]): its members' outcomes are
 //! handed out by the following calls of `schedule_one`.
 
+mod evictions;
 mod forecast;
 mod gang;
 
@@ -215,12 +216,17 @@ pub struct Scheduler {
     unclaimed: HashMap<String, PodRef>,
     /// GPU demand forecast and the nodes held for it (`forecast`).
     forecast: Option<crate::forecast::Forecaster>,
+    /// Victims whose eviction was decided, marked terminating until the
+    /// API shows them so (`evictions`).
+    evictions: evictions::Evictions,
 }
 
 /// Events each plugin of `profiles` registered (a policy rule's variant
 /// registers its plugins' events too: the rule may be active).
 fn plugin_events(profiles: &[Arc<Profile>]) -> HashMap<&'static str, Vec<ClusterEvent>> {
     let mut events = gang::events();
+    // A preemptor waiting for its victims is moved by their going alone.
+    events.insert(evictions::PREEMPTION_VICTIMS, Vec::new());
     // A pod kept off a held node may go there once the holder is placed.
     events.insert(
         STARVATION_GUARD,
@@ -303,6 +309,7 @@ impl Scheduler {
             policy_switches: Vec::new(),
             unclaimed: HashMap::new(),
             forecast: cfg.forecast.enabled.then(|| crate::forecast::Forecaster::new(cfg.forecast.clone())),
+            evictions: evictions::Evictions::default(),
         })
     }
 
@@ -564,6 +571,7 @@ impl Scheduler {
             if let Some(key) = pod.group_key() {
                 self.gangs.touch(&key);
             }
+            let pod = self.evictions.adjust(pod);
             let known = self.cache.pod(&pod.uid).cloned();
             let result = match &known {
                 Some(old) if !self.cache.is_assumed(&pod.uid) => {
@@ -591,6 +599,11 @@ impl Scheduler {
             return;
         };
         self.unclaimed.remove(&pod.uid);
+        if self.queue.parked_pod(&pod.uid).is_some_and(|queued| **queued == *pod) {
+            // Nothing the scheduler reads changed (often our own status
+            // write coming back): no event, no new try.
+            return;
+        }
         if self.cache.pod(&pod.uid).is_some() {
             // Assumed (our decision, not yet confirmed), or already seen
             // bound: a node name is never unset, so this is a stale view
@@ -931,6 +944,10 @@ impl Scheduler {
         self.gated.remove(uid);
         self.unclaimed.remove(uid);
         self.left_queue(uid);
+        let ready = self.evictions.forget(uid);
+        if !ready.is_empty() {
+            self.queue.activate_now(&ready);
+        }
         let group = if self.cache.has_groups() { self.cache.pod(uid).and_then(|p| p.group_key()) } else { None };
         if self.cache.remove_pod(uid).is_ok() {
             if let Some(key) = group {
@@ -945,6 +962,11 @@ impl Scheduler {
     /// Pops the next pod and runs one scheduling cycle; None when no pod is
     /// ready at `now`.
     pub fn schedule_one(&mut self, now: Millis) -> Option<CycleOutcome> {
+        let expired = self.evictions.expire(&mut self.cache, now);
+        if !expired.is_empty() {
+            // A victim's deletion never showed: its preemptor may try again.
+            self.queue.activate_now(&expired);
+        }
         if let Some(outcome) = self.ready.pop_front() {
             return Some(outcome);
         }
@@ -1004,8 +1026,14 @@ impl Scheduler {
                     ScheduleError::Unschedulable(fit) => fit.retry_at(),
                     _ => None,
                 };
+                let mut plugins = plugins;
                 if let Some(node) = &decision.nominated_node {
                     self.nominate_in_flight(&mut qp, node);
+                    if !decision.victims.is_empty() {
+                        let preemptor = [qp.pod.uid.clone()];
+                        self.evictions.mark(&mut self.cache, &decision.victims, &preemptor, now);
+                        plugins = [evictions::PREEMPTION_VICTIMS].into();
+                    }
                     if let Some(p) = &record.preemption {
                         self.preemptions.insert(qp.pod.uid.clone(), p.clone());
                     }
