@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod as K8sPod};
+use k8s_openapi::api::events::v1::{Event as K8sEvent, EventSeries};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter as EventReporter};
 use kube::{Api, Client};
@@ -385,9 +387,49 @@ impl Worker {
         }
     }
 
+    /// An Event about a pod, created as it is: `Scheduled` and
+    /// `Preempted` happen once per pod and binding, so there is no series
+    /// to count. (kube-rs's recorder keeps every Event it sent for six
+    /// minutes and scans them all on each publish: 10,000 bindings cost
+    /// tens of MiB and a quadratic scan.)
     async fn event(&self, pod: &PodId, ev: Event) {
-        if let Err(e) = self.recorder(&pod.scheduler_name).publish(&ev, &pod.reference()).await {
+        let type_ = match ev.type_ {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        };
+        let mut event = self.pod_event(pod, type_, &ev.reason, &ev.action, ev.note, jiff::Timestamp::now());
+        event.related = ev.secondary;
+        let api: Api<K8sEvent> = Api::namespaced(self.events.clone(), &pod.namespace);
+        if let Err(e) = api.create(&PostParams::default(), &event).await {
             debug!(pod = %format!("{}/{}", pod.namespace, pod.name), "event not recorded: {e}");
+        }
+    }
+
+    /// A new Event regarding `pod`, reported by its scheduler.
+    fn pod_event(
+        &self,
+        pod: &PodId,
+        type_: &str,
+        reason: &str,
+        action: &str,
+        note: Option<String>,
+        now: jiff::Timestamp,
+    ) -> K8sEvent {
+        K8sEvent {
+            metadata: ObjectMeta {
+                name: Some(format!("{}.{:x}", pod.name, now.as_nanosecond())),
+                namespace: Some(pod.namespace.clone()),
+                ..Default::default()
+            },
+            action: Some(action.to_string()),
+            reason: Some(reason.to_string()),
+            note,
+            type_: Some(type_.to_string()),
+            event_time: Some(MicroTime(now)),
+            regarding: Some(pod.reference()),
+            reporting_controller: Some(pod.scheduler_name.clone()),
+            reporting_instance: Some(format!("{}-{}", pod.scheduler_name, self.instance)),
+            ..Default::default()
         }
     }
 
@@ -397,8 +439,6 @@ impl Worker {
     /// message, so a pod whose reason changed would keep showing the
     /// first one.)
     async fn failed_event(&self, pod: &PodId, note: String) {
-        use k8s_openapi::api::events::v1::{Event as K8sEvent, EventSeries};
-        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
         let now = jiff::Timestamp::now();
         let key = (pod.uid.clone(), note.clone());
         let previous = {
@@ -418,23 +458,8 @@ impl Worker {
                 })
             }
             None => {
-                let name = format!("{}.{:x}", pod.name, now.as_nanosecond());
-                let ev = K8sEvent {
-                    metadata: ObjectMeta {
-                        name: Some(name.clone()),
-                        namespace: Some(pod.namespace.clone()),
-                        ..Default::default()
-                    },
-                    action: Some("Scheduling".into()),
-                    reason: Some("FailedScheduling".into()),
-                    note: Some(note),
-                    type_: Some("Warning".into()),
-                    event_time: Some(MicroTime(now)),
-                    regarding: Some(pod.reference()),
-                    reporting_controller: Some(pod.scheduler_name.clone()),
-                    reporting_instance: Some(format!("{}-{}", pod.scheduler_name, self.instance)),
-                    ..Default::default()
-                };
+                let ev = self.pod_event(pod, "Warning", "FailedScheduling", "Scheduling", Some(note), now);
+                let name = ev.metadata.name.clone().unwrap_or_default();
                 api.create(&PostParams::default(), &ev).await.map(|_| FailedSeries { name, count: 1, last: now })
             }
         };
@@ -484,9 +509,9 @@ impl Worker {
             action: "Preempting".into(),
             secondary: Some(preemptor.reference()),
         };
-        if let Err(e) = self.recorder(&preemptor.scheduler_name).publish(&ev, &victim.reference()).await {
-            debug!(pod = %key, "event not recorded: {e}");
-        }
+        // Reported by the preemptor's scheduler, about the victim.
+        let victim = PodId { scheduler_name: preemptor.scheduler_name.clone(), ..victim.clone() };
+        self.event(&victim, ev).await;
     }
 
     /// A strategic-merge patch of the status: `conditions` merge by
