@@ -515,12 +515,16 @@ impl Driver {
                 if p.node_name.is_none() {
                     self.pending.insert(p.uid.clone());
                 } else {
+                    // Bound (by us or another scheduler): no longer pending.
+                    self.pending.remove(&p.uid);
                     self.conditions.remove(&p.uid);
                 }
                 self.sched.on_pod_upsert(*p, now);
             }
-            Change::PendingPodGone(uid) => self.pending_gone(&uid),
-            Change::BoundPodGone(uid) => self.sched.on_pod_delete(&uid, now),
+            // Last seen pending: leaves the queue (an assumed binding in
+            // flight ends on its own, 404); last seen bound: leaves its node.
+            Change::PodGone(uid) if self.pending.contains(&uid) => self.pending_gone(&uid),
+            Change::PodGone(uid) => self.sched.on_pod_delete(&uid, now),
             Change::PodGroup(g) => self.sched.on_pod_group_upsert(*g, now),
             Change::PodGroupDeleted(key) => {
                 let (ns, name) = key.split_once('/').unwrap_or(("", &key));
@@ -744,7 +748,7 @@ impl Driver {
     }
 
     /// Forgets pods bound long ago whose bound view never came (see
-    /// `assumedPodTTLSeconds`); one the pending watch still shows is
+    /// `assumedPodTTLSeconds`); one the pod watch still shows pending is
     /// queued again.
     fn expire_assumed_pods(&mut self) {
         let now = now_ms();

@@ -1,5 +1,6 @@
-//! Watches: Nodes, Namespaces, pending Pods of our schedulerNames, bound
-//! Pods, PodDisruptionBudgets, the volume objects (claims, volumes, storage
+//! Watches: Nodes, Namespaces, Pods (one watch, as kube-scheduler's one pod
+//! informer: a binding comes back as one event, where a pending and a bound
+//! watch would each send one), PodDisruptionBudgets, the volume objects (claims, volumes, storage
 //! classes, CSINodes), the DRA objects (ResourceSlices, DeviceClasses,
 //! ResourceClaims, when `resource.k8s.io/v1` is served) and (when their
 //! CRDs are served) PodGroups and Queues, each a kube-rs watcher whose objects are converted to the
@@ -38,12 +39,10 @@ pub enum Change {
     Node(Box<Node>),
     NodeDeleted(String),
     Namespace(String, Labels),
-    /// A pod, pending or bound.
+    /// A pod, bound, or pending for one of our schedulerNames.
     Pod(Box<Pod>),
-    /// A pending pod left the pending view (deleted, finished or bound).
-    PendingPodGone(String),
-    /// A bound pod was deleted or finished.
-    BoundPodGone(String),
+    /// A pod (UID) was deleted or finished.
+    PodGone(String),
     PodGroup(Box<engine::gang::PodGroup>),
     /// `NAMESPACE/NAME` of a deleted PodGroup.
     PodGroupDeleted(String),
@@ -85,8 +84,7 @@ pub enum Change {
 pub enum Source {
     Nodes,
     Namespaces,
-    PendingPods,
-    BoundPods,
+    Pods,
     PodGroups,
     Queues,
     Pdbs,
@@ -121,7 +119,6 @@ pub const WATCH_TIMEOUT_SECS: u32 = 30;
 
 /// Pods in a terminal phase hold no resources, as in kube-scheduler.
 const NOT_FINISHED: &str = "status.phase!=Succeeded,status.phase!=Failed";
-
 /// Starts the watches; changes go to `tx`. Returns the sources the
 /// scheduler must see synced before its first decision.
 ///
@@ -161,8 +158,10 @@ where
         let labels: Labels = ns.labels().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         Some(Change::Namespace(ns.name_any(), labels))
     });
-    let bound = config().fields(&format!("spec.nodeName!=,{NOT_FINISHED}"));
-    spawn(Api::<K8sPod>::all(client.clone()), bound, Source::BoundPods, tx.clone(), pod_change);
+    let names: HashSet<String> = scheduler_names.iter().cloned().collect();
+    spawn(Api::<K8sPod>::all(client.clone()), config().fields(NOT_FINISHED), Source::Pods, tx.clone(), move |p| {
+        pod_of_interest(p, &names, keep_pods)
+    });
     spawn(Api::<PodDisruptionBudget>::all(client.clone()), config(), Source::Pdbs, tx.clone(), |b| {
         match convert::pdb_from_k8s(b) {
             Ok(pdb) => Some(Change::Pdb(Box::new(pdb))),
@@ -218,7 +217,7 @@ where
     let mut sources = vec![
         Source::Nodes,
         Source::Namespaces,
-        Source::BoundPods,
+        Source::Pods,
         Source::Pdbs,
         Source::Claims,
         Source::Volumes,
@@ -265,20 +264,33 @@ where
         });
         sources.extend([Source::ResourceSlices, Source::DeviceClasses, Source::ResourceClaims]);
     }
-    let names: HashSet<&String> = scheduler_names.iter().collect();
-    for name in names {
-        let pending = config().fields(&format!("spec.schedulerName={name},spec.nodeName=,{NOT_FINISHED}"));
-        let change = move |p: &K8sPod| {
-            let mut change = pod_change(p);
-            if keep_pods && let Some(Change::Pod(pod)) = &mut change {
-                pod.source = serde_json::to_value(p).ok().map(Arc::new);
-            }
-            change
-        };
-        spawn(Api::<K8sPod>::all(client.clone()), pending, Source::PendingPods, tx.clone(), change);
-        sources.push(Source::PendingPods);
-    }
     sources
+}
+
+/// A pod the scheduler keeps: every bound pod (they hold resources), and
+/// the pending pods of our schedulerNames (with their API object when
+/// `keep`: extenders are sent it); other schedulers' pending pods are
+/// skipped before conversion. A skipped pod's later deletion reaches the
+/// scheduler as a [`Change::PodGone`] for a UID it does not know, which
+/// changes nothing.
+fn pod_of_interest(p: &K8sPod, names: &HashSet<String>, keep: bool) -> Option<Change> {
+    let spec = p.spec.as_ref();
+    let bound = spec.and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
+    if !bound {
+        let name = spec.and_then(|s| s.scheduler_name.as_deref()).filter(|n| !n.is_empty());
+        let name = name.unwrap_or(convert::DEFAULT_SCHEDULER_NAME);
+        if !names.contains(name) {
+            return None;
+        }
+    }
+    let mut change = pod_change(p);
+    if keep
+        && !bound
+        && let Some(Change::Pod(pod)) = &mut change
+    {
+        pod.source = serde_json::to_value(p).ok().map(Arc::new);
+    }
+    change
 }
 
 /// `NAMESPACE/NAME` of a namespaced object.
@@ -319,7 +331,7 @@ fn pod_change(p: &K8sPod) -> Option<Change> {
 fn key_of<K: Resource>(source: Source, obj: &K) -> String {
     let meta = obj.meta();
     match source {
-        Source::PendingPods | Source::BoundPods => meta.uid.clone().unwrap_or_default(),
+        Source::Pods => meta.uid.clone().unwrap_or_default(),
         Source::Nodes
         | Source::Namespaces
         | Source::Volumes
@@ -344,8 +356,7 @@ fn key_of<K: Resource>(source: Source, obj: &K) -> String {
 fn gone(source: Source, key: String) -> Option<Change> {
     match source {
         Source::Nodes => Some(Change::NodeDeleted(key)),
-        Source::PendingPods => Some(Change::PendingPodGone(key)),
-        Source::BoundPods => Some(Change::BoundPodGone(key)),
+        Source::Pods => Some(Change::PodGone(key)),
         Source::PodGroups => Some(Change::PodGroupDeleted(key)),
         Source::Queues => Some(Change::QueueDeleted(key)),
         Source::Pdbs => Some(Change::PdbDeleted(key)),
@@ -468,6 +479,41 @@ mod tests {
                 other => format!("{other:?}"),
             })
             .collect()
+    }
+
+    #[test]
+    fn the_pod_watch_keeps_bound_pods_and_our_pending_ones() {
+        let pod = |scheduler: Option<&str>, node: Option<&str>| -> K8sPod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
+                "spec": {
+                    "containers": [{"name": "c"}],
+                    "schedulerName": scheduler,
+                    "nodeName": node,
+                },
+            }))
+            .expect("a valid pod")
+        };
+        let names: HashSet<String> = ["ours".to_string(), "default-scheduler".to_string()].into();
+        // (schedulerName, nodeName, keep) -> (kept, its API object kept)
+        let cases = [
+            (Some("ours"), None, false, Some(false)),
+            (Some("ours"), None, true, Some(true)),
+            (Some("ours"), Some(""), true, Some(true)),
+            (None, None, false, Some(false)), // the API server's default name
+            (Some(""), None, false, Some(false)),
+            (Some("theirs"), None, true, None),
+            (Some("theirs"), Some("n1"), true, Some(false)), // bound: holds resources
+            (Some("ours"), Some("n1"), true, Some(false)),
+        ];
+        for (scheduler, node, keep, want) in cases {
+            let got = match pod_of_interest(&pod(scheduler, node), &names, keep) {
+                Some(Change::Pod(p)) => Some(p.source.is_some()),
+                None => None,
+                Some(other) => panic!("unexpected {other:?}"),
+            };
+            assert_eq!(got, want, "schedulerName {scheduler:?}, nodeName {node:?}, keep {keep}");
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! How the `Scheduler` takes the event orderings a live cluster produces:
-//! pending and bound pods come from two watches, so a pod's views may
-//! arrive out of order, and a pending pod may vanish while its binding is
-//! in flight.
+//! a relist after a watch error, an expired assumption or another
+//! scheduler's binding show a pod's views out of order, and a pending pod
+//! may vanish while its binding is in flight.
 
 use engine::config::Configuration;
 use engine::framework::{Binder, Status};
