@@ -566,6 +566,14 @@ pub trait PermitPlugin: Plugin {
 }
 
 pub trait PreBindPlugin: Plugin {
+    /// Whether `pre_bind` has work for this pod, asked before the binding
+    /// starts (kube-scheduler's PreBindPreFlight): `Skip` when it has none.
+    /// The default, Success, is always safe; a plugin that says Skip lets a
+    /// plain pod be bound by one API call without a blocking thread.
+    fn pre_bind_pre_flight(&self, _state: &CycleState, _pod: &Pod, _node: &str) -> Status {
+        Status::success()
+    }
+
     /// Runs in the binding task, outside the scheduling cycle; writes go
     /// through `binder`.
     fn pre_bind(&self, state: &mut CycleState, pod: &Pod, node: &str, binder: &dyn Binder) -> Status;
@@ -612,6 +620,13 @@ pub trait Binder: Send + Sync {
 pub trait BindPlugin: Plugin {
     /// Binds the pod, or returns `Skip` to let the next Bind plugin do it.
     fn bind(&self, state: &mut CycleState, pod: &Pod, node: &str, binder: &dyn Binder) -> Status;
+
+    /// True when `bind` is exactly [`Binder::bind`], its error an Error
+    /// status (DefaultBinder): the driver may then make that call itself
+    /// (see [`crate::scheduler::BindingTask::api_binding_only`]).
+    fn is_api_binding(&self) -> bool {
+        false
+    }
 }
 
 pub trait PostBindPlugin: Plugin {

@@ -91,34 +91,30 @@ pub fn binding(pod: &Pod, node: &str) -> Binding {
     }
 }
 
+/// `POST pods/NAME/binding`: [`Binder::bind`]'s call, also made directly
+/// by the driver for a pod that needs nothing else (no blocking thread).
+pub async fn post_binding(client: &Client, pod: &Pod, node: &str) -> (Result<(), String>, BindOutcome) {
+    let api: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), &pod.namespace);
+    let body = binding(pod, node);
+    match api.create_subresource::<_, serde_json::Value>("binding", &pod.name, &PostParams::default(), &body).await {
+        Ok(_) => (Ok(()), BindOutcome::Bound),
+        Err(kube::Error::Api(status)) => {
+            let outcome = match status.code {
+                404 => BindOutcome::PodGone,
+                409 => BindOutcome::Conflict,
+                _ => BindOutcome::Failed,
+            };
+            (Err(format!("binding rejected: {} ({})", status.message, status.code)), outcome)
+        }
+        Err(e) => (Err(format!("binding failed: {e}")), BindOutcome::Failed),
+    }
+}
+
 impl Binder for ApiBinder {
     fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
-        let api: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(self.client.clone(), &pod.namespace);
-        let body = binding(pod, node);
-        let result = self.runtime.block_on(api.create_subresource::<_, serde_json::Value>(
-            "binding",
-            &pod.name,
-            &PostParams::default(),
-            &body,
-        ));
-        match result {
-            Ok(_) => {
-                self.set(BindOutcome::Bound);
-                Ok(())
-            }
-            Err(kube::Error::Api(status)) => {
-                self.set(match status.code {
-                    404 => BindOutcome::PodGone,
-                    409 => BindOutcome::Conflict,
-                    _ => BindOutcome::Failed,
-                });
-                Err(format!("binding rejected: {} ({})", status.message, status.code))
-            }
-            Err(e) => {
-                self.set(BindOutcome::Failed);
-                Err(format!("binding failed: {e}"))
-            }
-        }
+        let (result, outcome) = self.runtime.block_on(post_binding(&self.client, pod, node));
+        self.set(outcome);
+        result
     }
 
     /// VolumeBinding's PreBind, as kube-scheduler's volume binder writes

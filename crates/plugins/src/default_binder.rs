@@ -37,6 +37,10 @@ impl BindPlugin for DefaultBinder {
             Err(e) => Status::error(e),
         }
     }
+
+    fn is_api_binding(&self) -> bool {
+        true
+    }
 }
 
 pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsError> {

@@ -276,6 +276,13 @@ impl ReservePlugin for VolumeBinding {
 }
 
 impl PreBindPlugin for VolumeBinding {
+    fn pre_bind_pre_flight(&self, state: &CycleState, _pod: &Pod, _node: &str) -> Status {
+        match state.read::<PodVolumeBindings>() {
+            Some(b) if !b.is_empty() => Status::success(),
+            _ => Status::skip(),
+        }
+    }
+
     fn pre_bind(&self, state: &mut CycleState, pod: &Pod, _node: &str, binder: &dyn Binder) -> Status {
         let Some(b) = state.read::<PodVolumeBindings>().filter(|b| !b.is_empty()) else {
             return Status::success();

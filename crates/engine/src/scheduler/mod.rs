@@ -76,6 +76,32 @@ impl GangBind {
 }
 
 impl BindingTask {
+    /// Whether binding this task is the one API call [`Binder::bind`] and
+    /// nothing else: not a gang member, no binding extender, every PreBind
+    /// plugin's pre-flight skips, and the first Bind plugin is the API
+    /// binding. The driver may then make the call without running `bind`
+    /// (in `run`: asynchronously, with no blocking thread) and end it with
+    /// [`BindingTask::api_binding_done`].
+    pub fn api_binding_only(&self) -> bool {
+        self.gang.is_none()
+            && self.extender.is_none()
+            && self.profile.pre_bind.iter().all(|p| {
+                p.as_pre_bind().is_none_or(|pb| pb.pre_bind_pre_flight(&self.state, &self.pod, &self.node).is_skip())
+            })
+            && self.profile.bind.iter().find_map(|p| p.as_bind()).is_some_and(|b| b.is_api_binding())
+    }
+
+    /// The status `bind` would have returned for an [`Self::api_binding_only`]
+    /// task whose [`Binder::bind`] call ended with `result`.
+    pub fn api_binding_done(&self, result: Result<(), String>) -> Status {
+        let plugin = self.profile.bind.iter().find(|p| p.as_bind().is_some()).map(|p| p.name()).unwrap_or_default();
+        match result {
+            Ok(()) => Status::success(),
+            Err(e) => Status::error(e),
+        }
+        .with_plugin(plugin)
+    }
+
     /// PreBind, then the binding extender or the Bind plugins in order
     /// until one does not skip. Runs outside the scheduler's lock: it
     /// touches no scheduler state.

@@ -365,6 +365,13 @@ impl ReservePlugin for DynamicResources {
 }
 
 impl PreBindPlugin for DynamicResources {
+    fn pre_bind_pre_flight(&self, state: &CycleState, _pod: &Pod, _node: &str) -> Status {
+        match state.read::<PodAllocations>() {
+            Some(a) if !a.is_empty() => Status::success(),
+            _ => Status::skip(),
+        }
+    }
+
     fn pre_bind(&self, state: &mut CycleState, pod: &Pod, _node: &str, binder: &dyn Binder) -> Status {
         let Some(a) = state.read::<PodAllocations>().filter(|a| !a.is_empty()) else {
             return Status::success();
