@@ -224,6 +224,20 @@ pub struct Explanation {
 }
 
 impl DecisionRecord {
+    /// Drops what only an explanation reads (each node's result and
+    /// scores), keeping the outcome and the counts. A driver calls it once
+    /// it has explained the decision or will not: a burst queues thousands
+    /// of decided pods behind the bindings in flight, and at 5,000 nodes
+    /// each record's scores are tens of KiB.
+    pub fn keep_outcome_only(&mut self) {
+        self.nodes = NodeNames::default();
+        self.feasible = Vec::new();
+        self.rejected = Vec::new();
+        self.columns = Vec::new();
+        self.totals = Vec::new();
+        self.details = Vec::new();
+    }
+
     /// The name of the node at snapshot position `i`.
     pub fn node_name(&self, i: usize) -> &str {
         self.nodes.get(i).map_or("", String::as_str)
@@ -345,5 +359,28 @@ mod tests {
             post_filter_msg: None,
         };
         assert_eq!(err.message(), "0/3 nodes are available: node(s) didn't match Pod's node affinity/selector.");
+    }
+
+    #[test]
+    fn keeping_the_outcome_only_drops_every_per_node_part() {
+        let mut r = DecisionRecord {
+            pod: "ns/p".into(),
+            profile: "gpu-scheduler".into(),
+            node: Some("n2".into()),
+            total_nodes: 3,
+            evaluated_nodes: 3,
+            nodes: NodeNames::from(vec!["n1".to_string(), "n2".into(), "n3".into()]),
+            feasible: vec![1, 2],
+            rejected: vec![(0, Status::unschedulable("Insufficient cpu"))],
+            columns: vec![ScoreColumn { plugin: "P", weight: 1.0, raw: vec![1, 2], normalized: vec![50, 100] }],
+            totals: vec![50.0, 100.0],
+            details: vec![Vec::new(), Vec::new()],
+            ..Default::default()
+        };
+        r.keep_outcome_only();
+        assert_eq!((r.pod.as_str(), r.node.as_deref(), r.total_nodes, r.evaluated_nodes), ("ns/p", Some("n2"), 3, 3));
+        let left =
+            r.nodes.len() + r.feasible.len() + r.rejected.len() + r.columns.len() + r.totals.len() + r.details.len();
+        assert_eq!(left, 0);
     }
 }

@@ -624,7 +624,12 @@ impl Driver {
             }
         }
         match outcome {
-            CycleOutcome::Assumed(task) => self.bind(task, started),
+            CycleOutcome::Assumed(mut task) => {
+                // Explained above if at all; the scores would only wait
+                // with the binding (thousands of them in a burst).
+                task.record.keep_outcome_only();
+                self.bind(task, started)
+            }
             CycleOutcome::Failed(f) => {
                 self.summary.failed_attempts += 1;
                 let result = if f.unschedulable { "unschedulable" } else { "error" };
