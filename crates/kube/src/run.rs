@@ -674,9 +674,10 @@ impl Driver {
 
     /// Runs the binding in the background: a pod that needs only the API
     /// call is bound on the runtime; otherwise PreBind and Bind plugins run
-    /// on a blocking thread, the API calls on the runtime. (Blocking
-    /// threads for every pod cost, in a drain of 10,000 pods, a context
-    /// switch or two per pod and a malloc arena per thread.)
+    /// on a blocking thread, the API calls on the runtime. (A blocking
+    /// thread for every pod cost, in a drain of 10,000 pods, a context
+    /// switch or two per pod and spread its allocations over glibc's
+    /// per-thread arenas.)
     fn bind(&mut self, mut task: Box<BindingTask>, started: Instant) {
         self.in_flight += 1;
         self.metrics.set_bindings_in_flight(self.in_flight);

@@ -1,12 +1,13 @@
-//! Watches: Nodes, Namespaces, Pods (one watch, as kube-scheduler's one pod
-//! informer: a binding comes back as one event, where a pending and a bound
-//! watch would each send one), PodDisruptionBudgets, the volume objects (claims, volumes, storage
-//! classes, CSINodes), the DRA objects (ResourceSlices, DeviceClasses,
-//! ResourceClaims, when `resource.k8s.io/v1` is served) and (when their
-//! CRDs are served) PodGroups and Queues, each a kube-rs watcher whose objects are converted to the
-//! engine's model as they arrive (the API objects are not kept, which
-//! keeps memory to what scheduling reads) and sent to the scheduling
-//! thread as [`Change`]s, the one path into the cache.
+//! Watches: Nodes, Namespaces, Pods (one watch, as kube-scheduler's one
+//! pod informer: a binding comes back as one event, where a pending and a
+//! bound watch would each send one), PodDisruptionBudgets, the volume
+//! objects (claims, volumes, storage classes, CSINodes), the DRA objects
+//! (ResourceSlices, DeviceClasses, ResourceClaims, when
+//! `resource.k8s.io/v1` is served) and (when their CRDs are served)
+//! PodGroups and Queues, each a kube-rs watcher whose objects are
+//! converted to the engine's model as they arrive (the API objects are
+//! not kept, which keeps memory to what scheduling reads) and sent to the
+//! scheduling thread as [`Change`]s, the one path into the cache.
 //!
 //! After a watch error or an API-server restart the watcher lists again;
 //! objects that were known but are missing from the new list are sent as
@@ -119,6 +120,7 @@ pub const WATCH_TIMEOUT_SECS: u32 = 30;
 
 /// Pods in a terminal phase hold no resources, as in kube-scheduler.
 const NOT_FINISHED: &str = "status.phase!=Succeeded,status.phase!=Failed";
+
 /// Starts the watches; changes go to `tx`. Returns the sources the
 /// scheduler must see synced before its first decision.
 ///
