@@ -92,14 +92,16 @@ impl BindingTask {
     }
 
     /// The status `bind` would have returned for an [`Self::api_binding_only`]
-    /// task whose [`Binder::bind`] call ended with `result`.
-    pub fn api_binding_done(&self, result: Result<(), String>) -> Status {
-        let plugin = self.profile.bind.iter().find(|p| p.as_bind().is_some()).map(|p| p.name()).unwrap_or_default();
-        match result {
-            Ok(()) => Status::success(),
-            Err(e) => Status::error(e),
+    /// task whose [`Binder::bind`] call ended with `result`: the Bind
+    /// plugins run against a binder that answers with it.
+    pub fn api_binding_done(&mut self, result: Result<(), String>) -> Status {
+        struct Answered(Result<(), String>);
+        impl Binder for Answered {
+            fn bind(&self, _pod: &Pod, _node: &str) -> Result<(), String> {
+                self.0.clone()
+            }
         }
-        .with_plugin(plugin)
+        self.bind_after_pre_bind(&Answered(result))
     }
 
     /// PreBind, then the binding extender or the Bind plugins in order
