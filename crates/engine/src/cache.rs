@@ -13,6 +13,7 @@ use std::sync::Arc;
 use thiserror::Error;
 
 use crate::config::Configuration;
+use crate::devices::gaps::GapHistogram;
 use crate::devices::{ShapeStats, TypicalShapes};
 use crate::disruption::Pdb;
 use crate::dra::{DeviceClass, DraObjects, PodAllocations, ResourceClaim, Slice};
@@ -805,6 +806,8 @@ impl Cache {
                 || old.pods_with_required_anti_affinity.len() != info.pods_with_required_anti_affinity.len();
             snap.load.apply(old, -1);
             snap.load.apply(info, 1);
+            snap.gpu_gaps.apply(old, -1);
+            snap.gpu_gaps.apply(info, 1);
             snap.nodes[i] = info.clone();
             let summary = info.summary();
             snap.fact_counts.apply(&snap.summaries[i], -1);
@@ -875,8 +878,10 @@ impl Cache {
             snap.fact_counts.apply(s, 1);
         }
         snap.load = Load::default();
+        snap.gpu_gaps = GapHistogram::default();
         for n in &order {
             snap.load.apply(n, 1);
+            snap.gpu_gaps.apply(n, 1);
         }
         snap.names = order.iter().map(|n| n.name().to_string()).collect();
         snap.nodes = order;
@@ -944,6 +949,8 @@ pub struct Snapshot {
     fact_counts: FactCounts,
     /// The cluster's load over `nodes`, for policy switching.
     load: Load,
+    /// The partly used GPUs over `nodes`, by free share.
+    gpu_gaps: GapHistogram,
     /// Service stats by service identity (see [`ServiceStats`]).
     services: HashMap<String, Arc<ServiceStats>>,
     /// `nodes[i].name()`, shared with decision records: a record names its
@@ -990,6 +997,11 @@ impl Snapshot {
     /// The typical pod shapes GPU fragmentation is measured against.
     pub fn gpu_shapes(&self) -> &Arc<TypicalShapes> {
         &self.gpu_shapes
+    }
+
+    /// The cluster's partly used GPUs by free share (the gap balance's counts).
+    pub fn gpu_gaps(&self) -> &GapHistogram {
+        &self.gpu_gaps
     }
 
     /// Every node, in the scheduler's search order.
@@ -1331,6 +1343,37 @@ mod service_tests {
         let mut fresh = Snapshot::new();
         cache.update_snapshot(&mut fresh);
         assert_eq!(stats(&fresh, "default/web"), stats(&snap, "default/web"));
+    }
+
+    #[test]
+    fn gpu_gaps_follow_shares() {
+        use crate::devices::{DeviceSet, GpuRequest};
+        let mut cache = Cache::new();
+        for n in ["a", "b"] {
+            cache.upsert_node(node(n).resource(crate::facts::GPU_RESOURCE, 2).build());
+        }
+        let share = |uid: &str, n: &str, milli: u32, device: &str| {
+            pod(uid).node(n).with(|p| {
+                p.gpu = GpuRequest::share(milli, 0);
+                p.gpu_devices = DeviceSet::parse(device).ok();
+            })
+        };
+        cache.add_pod(share("s1", "a", 300, "0").arc()).unwrap();
+        let mut snap = Snapshot::new();
+        cache.update_snapshot(&mut snap);
+        assert_eq!(snap.gpu_gaps().count(700), 1);
+        // Another share on a's device (700 → 400), one on b, one assumed.
+        cache.add_pod(share("s2", "a", 300, "0").arc()).unwrap();
+        cache.add_pod(share("s3", "b", 600, "1").arc()).unwrap();
+        cache.assume_pod(share("s4", "b", 600, "0").arc()).unwrap();
+        cache.update_snapshot(&mut snap);
+        assert_eq!((snap.gpu_gaps().count(700), snap.gpu_gaps().count(400)), (0, 3));
+        cache.remove_pod("s3").unwrap();
+        cache.update_snapshot(&mut snap);
+        assert_eq!(snap.gpu_gaps().count(400), 2);
+        let mut fresh = Snapshot::new();
+        cache.update_snapshot(&mut fresh);
+        assert_eq!(fresh.gpu_gaps(), snap.gpu_gaps());
     }
 
     #[test]

@@ -5,8 +5,14 @@
 //! device inside the node is the one that adds the least (the choice the
 //! scheduler then makes when it assumes the pod).
 //!
-//! Two changes to FGD, each measured on Alibaba's trace (docs/BENCHMARKS.md):
+//! Three changes to FGD, each measured on Alibaba's trace (docs/BENCHMARKS.md):
 //!
+//! - a share goes first where its gap balances the cluster's gaps best
+//!   (`gapBalance`, on by default; [`engine::devices::gaps`]): the
+//!   Sum-of-Squares rule of online bin packing over the gaps counted by
+//!   what the frequent share sizes can fill of them. Among the nodes that
+//!   balance equally well (a free device balances alike on every node that
+//!   has one), the fragmentation measure decides;
 //! - the measure (`measure: Packed`, the default) is the GPU a node
 //!   would strand if filled with as many pods of each typical shape as fit,
 //!   cpu included (`measure: Stranded` alone), plus twice the slivers of
@@ -33,6 +39,7 @@ use std::sync::Arc;
 
 use engine::cache::{NodeList, NodeView};
 use engine::devices::frag::{Measure, least_fragmenting};
+use engine::devices::gaps::GapBalance;
 use engine::devices::{DeviceSet, GpuKind, GpuPlacement, MILLI_PER_GPU, TypicalShapes};
 use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
 use engine::model::Pod;
@@ -61,15 +68,26 @@ pub struct GpuFragmentationArgs {
     /// Fragmentation (thousandths of a GPU) that counts as one band.
     #[serde(default = "default_band")]
     pub band_thousandths: u32,
+    /// Shares go first where their gap balances the cluster's gaps.
+    #[serde(default = "default_gap_balance")]
+    pub gap_balance: bool,
 }
 
 fn default_band() -> u32 {
     100
 }
 
+fn default_gap_balance() -> bool {
+    true
+}
+
 impl Default for GpuFragmentationArgs {
     fn default() -> Self {
-        GpuFragmentationArgs { measure: Measure::default(), band_thousandths: default_band() }
+        GpuFragmentationArgs {
+            measure: Measure::default(),
+            band_thousandths: default_band(),
+            gap_balance: default_gap_balance(),
+        }
     }
 }
 
@@ -77,6 +95,20 @@ impl Default for GpuFragmentationArgs {
 pub struct GpuFragmentation {
     measure: Measure,
     band: i64,
+    gap_balance: bool,
+}
+
+/// With the gap balance, a share's raw score is the fragmentation removed
+/// less `GAP_SCALE` × the gap cost: nodes compare by cost first. The
+/// removed part stays far within ±`GAP_SCALE / 2` (at most 64 devices ×
+/// 1000 × the measure's weights).
+const GAP_SCALE: i64 = 1_000_000;
+const HALF: i64 = GAP_SCALE / 2;
+
+/// A gap-balanced raw score's (−cost, fragmentation removed).
+fn split_gap_score(raw: i64) -> (i64, i64) {
+    let shifted = raw.saturating_add(HALF);
+    (shifted.div_euclid(GAP_SCALE), shifted.rem_euclid(GAP_SCALE) - HALF)
 }
 
 /// The typical shapes of this cycle, from the snapshot.
@@ -87,7 +119,11 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
     if args.band_thousandths == 0 || args.band_thousandths > MILLI_PER_GPU {
         return Err(ArgsError::new("bandThousandths", "must be from 1 to 1000"));
     }
-    Ok(Arc::new(GpuFragmentation { measure: args.measure, band: i64::from(args.band_thousandths) }))
+    Ok(Arc::new(GpuFragmentation {
+        measure: args.measure,
+        band: i64::from(args.band_thousandths),
+        gap_balance: args.gap_balance,
+    }))
 }
 
 impl Plugin for GpuFragmentation {
@@ -112,6 +148,7 @@ impl Plugin for GpuFragmentation {
 impl PreScorePlugin for GpuFragmentation {
     /// Skips other placements, clusters without GPU nodes, MIG and
     /// time-sliced pods (GpuSlicePacking's), and while no shape is known.
+    /// For a share of compute (thousandths), leaves the gap balance.
     fn pre_score(&self, state: &mut CycleState, pod: &Pod, nodes: NodeList<'_>) -> Status {
         let placement = state.read::<GpuPlacement>().copied().unwrap_or_default();
         let shapes = nodes.snapshot().gpu_shapes();
@@ -121,8 +158,15 @@ impl PreScorePlugin for GpuFragmentation {
             || shapes.is_empty();
         if !skip {
             state.write(Shapes(shapes.clone()));
-            // Reserve picks the devices by the same measure.
+            // Reserve picks the devices by the same measure and balance.
             state.write(self.measure);
+            let share = matches!(state.pod_gpu(pod).kind, GpuKind::Share { milli, .. } if milli > 0);
+            if self.gap_balance
+                && share
+                && let Some(g) = GapBalance::new(shapes, nodes.snapshot().gpu_gaps())
+            {
+                state.write(g);
+            }
         }
         skip_if(skip)
     }
@@ -134,6 +178,8 @@ struct Effect {
     before: f64,
     /// The devices and the fragmentation after; None when it does not fit.
     placed: Option<(DeviceSet, f64)>,
+    /// The gap balance's cost of the device chosen (shares with the balance on).
+    gap_cost: Option<f64>,
     /// Thousandths of GPU left free after.
     free_after: i64,
 }
@@ -141,10 +187,20 @@ struct Effect {
 impl GpuFragmentation {
     fn effect(&self, shapes: &TypicalShapes, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Effect {
         let s = node.gpu_state();
+        let request = state.pod_gpu(pod);
+        let gaps = state.read::<GapBalance>();
+        let placed = least_fragmenting(self.measure, &s, request, pod.requests.milli_cpu, shapes, gaps);
+        let gap_cost = match (gaps, &placed, &request.kind) {
+            (Some(g), Some((d, _)), GpuKind::Share { milli, .. }) => {
+                d.iter().next().map(|i| g.cost(s.free_milli[i], *milli as i32))
+            }
+            _ => None,
+        };
         Effect {
             before: shapes.measure(self.measure, &s),
-            placed: least_fragmenting(self.measure, &s, state.pod_gpu(pod), pod.requests.milli_cpu, shapes),
-            free_after: (s.free_total() - state.pod_gpu(pod).total_milli() as i64).max(0),
+            placed,
+            gap_cost,
+            free_after: (s.free_total() - request.total_milli() as i64).max(0),
         }
     }
 }
@@ -161,7 +217,14 @@ impl ScorePlugin for GpuFragmentation {
         // Does not fit (GpuDeviceFit disabled): as if all its free GPU became a fragment.
         let after = e.placed.map_or(e.before + node.gpus.free_total() as f64, |(_, f)| f);
         // The raw score: fragmentation removed, in thousandths.
-        Ok((e.before - after).round() as i64)
+        let removed = (e.before - after).round() as i64;
+        if state.read::<GapBalance>().is_none() {
+            return Ok(removed);
+        }
+        // Costs are whole numbers but for the dead space's tenths: rounded.
+        // No cost: the share does not fit, the worst of all.
+        let cost = e.gap_cost.map_or(i64::MAX / (2 * GAP_SCALE), |c| c.round() as i64);
+        Ok(removed.clamp(-HALF, HALF - 1) - cost.saturating_mul(GAP_SCALE))
     }
 
     fn has_normalize(&self) -> bool {
@@ -169,11 +232,21 @@ impl ScorePlugin for GpuFragmentation {
     }
 
     /// 100 for the best node, 10 less per band of fragmentation more; at
-    /// least [`MIN_SCORE`].
-    fn normalize(&self, _state: &CycleState, _pod: &Pod, scores: &mut [i64]) -> Status {
-        let best = scores.iter().copied().max().unwrap_or(0);
+    /// least [`MIN_SCORE`]. With the gap balance, only the nodes of the
+    /// lowest cost are banded; the others get [`MIN_SCORE`].
+    fn normalize(&self, state: &CycleState, _pod: &Pod, scores: &mut [i64]) -> Status {
+        let gaps = state.read::<GapBalance>().is_some();
+        // (−gap cost, fragmentation removed): higher is better in both.
+        let parts = |s: i64| if gaps { split_gap_score(s) } else { (0, s) };
+        let Some(top) = scores.iter().map(|&s| parts(s).0).max() else { return Status::success() };
+        let best = scores.iter().map(|&s| parts(s)).filter(|p| p.0 == top).map(|p| p.1).max().unwrap_or(0);
         for s in scores.iter_mut() {
-            let bands = (best - *s) / self.band;
+            let (balance, removed) = parts(*s);
+            if balance != top {
+                *s = MIN_SCORE;
+                continue;
+            }
+            let bands = (best - removed) / self.band;
             *s = MAX_NODE_SCORE.saturating_sub(bands.saturating_mul(BAND_POINTS)).max(MIN_SCORE);
         }
         Status::success()
@@ -190,6 +263,9 @@ impl ScorePlugin for GpuFragmentation {
             if !devices.is_empty() {
                 out.push(("devices".to_string(), devices.to_string()));
             }
+        }
+        if let Some(cost) = e.gap_cost {
+            out.push(("gapCost".to_string(), format!("{cost:.1}")));
         }
         out.push(("freeAfter".to_string(), e.free_after.to_string()));
         out
@@ -317,8 +393,68 @@ mod tests {
         // Shapes: whole GPUs 2/4 (seen, prior), 8 GPUs 1/4 (prior), halves
         // 1/4 (the pod on a): the 500 on device 0 is a fragment for the
         // whole GPUs, and everything is for 8 GPUs.
-        let want = [("fragmentation", "1125/3500"), ("after", "750"), ("devices", "0"), ("freeAfter", "3000")];
+        // The gap balance: the only 500 gap filled, -2 × 1 + 1.
+        let want = [
+            ("fragmentation", "1125/3500"),
+            ("after", "750"),
+            ("devices", "0"),
+            ("gapCost", "-1.0"),
+            ("freeAfter", "3000"),
+        ];
         assert_eq!(details, want.map(|(k, v)| (k.to_string(), v.to_string())));
+    }
+
+    /// A 230 share beside a lone 590 leaves 180, which waits for the few
+    /// 160s with the twenty 190s beside 810s: the gap balance opens a free
+    /// device instead, on the same node (keeping the empty node whole).
+    /// Without it, the measure fills the 590's device.
+    #[test]
+    fn the_gap_balance_keeps_shares_from_crowded_gaps() {
+        let mut seen: Vec<GpuRequest> = Vec::new();
+        for (milli, n) in [(810, 40), (590, 10), (370, 10), (230, 20), (160, 5)] {
+            seen.extend(std::iter::repeat_n(GpuRequest::share(milli, 0), n));
+        }
+        let crowded: &[(u32, &str)] = &[(810, "0"), (810, "1"), (810, "2"), (810, "3")];
+        let nodes: Vec<(String, &[(u32, &str)])> = (0..5)
+            .map(|i| (format!("crowded-{i}"), crowded))
+            .chain([("lone-590".to_string(), &[(590, "0")][..]), ("empty".to_string(), &[][..])])
+            .collect();
+        let nodes: Vec<(&str, &[(u32, &str)])> = nodes.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+        let snap = cluster(&nodes, &seen);
+        let p = pod("p").with(|p| p.gpu = GpuRequest::share(230, 0)).build();
+        let at = snap.position("lone-590").unwrap();
+        for (balance, devices, gap_cost) in [(true, "1", Some("2.0")), (false, "0", None)] {
+            let plugin = new(Some(&serde_json::json!({ "gapBalance": balance }))).unwrap();
+            let mut state = CycleState::new();
+            assert!(plugin.as_pre_score().unwrap().pre_score(&mut state, &p, snap.node_list()).is_success());
+            let details = plugin.as_score().unwrap().explain(&state, &p, &snap.view(at));
+            let get = |k: &str| details.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+            assert_eq!(get("devices"), Some(devices), "balance {balance}: {details:?}");
+            assert_eq!(get("gapCost"), gap_cost, "balance {balance}");
+            // The scores: the 590's node and the empty one tie on the cost of
+            // a free device; the measure prefers breaking a used node's GPU.
+            let s = scores(&plugin, &snap, GpuRequest::share(230, 0)).unwrap();
+            assert_eq!(s[at], 100, "balance {balance}: {s:?}");
+            assert!(s[snap.position("crowded-0").unwrap()] < 100, "no room on the 810s' node");
+        }
+    }
+
+    #[test]
+    fn gap_balanced_scores_compare_the_cost_first() {
+        let plugin = new(None).unwrap();
+        let snap = cluster(&[("a", &[(500, "0")])], &[GpuRequest::share(500, 0)]);
+        let p = pod("p").with(|p| p.gpu = GpuRequest::share(500, 0)).build();
+        let mut state = CycleState::new();
+        assert!(plugin.as_pre_score().unwrap().pre_score(&mut state, &p, snap.node_list()).is_success());
+        assert!(state.read::<GapBalance>().is_some());
+        // (gap cost, fragmentation removed) → score
+        let cases = [((-3, 0), 100), ((-3, -150), 90), ((-2, 500), MIN_SCORE), ((5, 900), MIN_SCORE), ((-3, -99), 100)];
+        let mut raw: Vec<i64> = cases.iter().map(|((cost, removed), _)| removed - cost * GAP_SCALE).collect();
+        for (r, ((cost, removed), _)) in raw.iter().zip(&cases) {
+            assert_eq!(split_gap_score(*r), (-cost, *removed));
+        }
+        assert!(plugin.as_score().unwrap().normalize(&state, &p, &mut raw).is_success());
+        assert_eq!(raw, cases.map(|(_, want)| want));
     }
 
     #[test]

@@ -13,11 +13,15 @@ fn run(yaml: &str, placement: Option<&str>) -> Simulation {
         ))
         .unwrap_or_else(|e| panic!("{e}")),
     };
+    run_with(yaml, &cfg)
+}
+
+fn run_with(yaml: &str, cfg: &Configuration) -> Simulation {
     let mut manifests = Manifests::default();
     manifests.add_str("devices.yaml", yaml).unwrap_or_else(|e| panic!("bad scenario: {e}"));
     let opts =
         SimOptions { seed: 3, now: "2026-01-01T12:00:00Z".parse().unwrap(), explain: None, extenders: Vec::new() };
-    sim::simulate(&manifests, &cfg, &plugins::registry(), &plugins::default_plugins(), &opts, &mut |_, _| {})
+    sim::simulate(&manifests, cfg, &plugins::registry(), &plugins::default_plugins(), &opts, &mut |_, _| {})
         .unwrap_or_else(|e| panic!("simulate: {e}"))
 }
 
@@ -110,4 +114,35 @@ fn fragmentation_is_lower_under_fragmentation_than_spread() {
     // 4 shares of 300 (1.2), 4 of 500 (2), 2 GPUs and 2 pairs (4): 9.2 GPUs of 32.
     assert_eq!((sim.gpu.allocated_milli, sim.gpu.capacity_milli), (9_200, 32_000));
     assert_eq!(sim.gpu.curve.last(), Some(&(9_200, 9_200)));
+}
+
+/// The gap balance (GpuFragmentation's `gapBalance`): six 810 shares
+/// leave five 190s waiting for small shares (one 160 came). A 320 beside
+/// a lone 470 would leave a 210, one more of those; with the balance it
+/// opens a GPU of its own, which the 650 then fills, and the second 470
+/// joins the first: two GPUs for the four shares, so four whole GPUs
+/// still fit. Without it the 320 joins the 470 and the four shares take
+/// three GPUs.
+#[test]
+fn the_gap_balance_pairs_shares_that_fill_their_gpu() {
+    let mut yaml: String = (0..3).map(|i| gpu_node(&format!("n{i}"), 4)).collect();
+    let shares = [810, 810, 810, 810, 810, 810, 160, 470, 320, 470, 650];
+    yaml.extend(shares.iter().enumerate().map(|(i, &m)| gpu_pod(&format!("s{i}-{m}"), 1, m)));
+    yaml.extend((0..4).map(|i| gpu_pod(&format!("whole-{i}"), 1, 1000)));
+    for (balance, whole_placed) in [(true, 4), (false, 3)] {
+        // Every shape typical, however rare, so that the scenario is small.
+        let cfg = config::parse(&format!(
+            "apiVersion: gpu-scheduler.io/v1alpha1\nkind: GpuSchedulerConfiguration\ngpuShapes:\n  coverage: 1\n\
+             profiles:\n- pluginConfig:\n  - name: GpuFragmentation\n    args: {{gapBalance: {balance}}}\n"
+        ))
+        .unwrap();
+        let sim = run_with(&yaml, &cfg);
+        assert!(shares.iter().enumerate().all(|(i, m)| node_of(&sim, &format!("s{i}-{m}")).is_some()));
+        let placed = (0..4).filter(|i| node_of(&sim, &format!("whole-{i}")).is_some()).count();
+        assert_eq!(placed, whole_placed, "gapBalance {balance}");
+        if balance {
+            assert_eq!(node_of(&sim, "s8-320"), node_of(&sim, "s10-650"), "the 320 and the 650 share a node");
+            assert_eq!(node_of(&sim, "s7-470"), node_of(&sim, "s9-470"), "the two 470s share a node");
+        }
+    }
 }

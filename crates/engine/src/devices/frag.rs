@@ -12,6 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::gaps::GapBalance;
 use super::index::DeviceSet;
 use super::request::{GpuKind, GpuRequest};
 use super::shapes::{Group, TypicalShapes};
@@ -284,21 +285,25 @@ pub fn fitting_devices(s: &GpuState<'_>, request: &GpuRequest) -> Option<DeviceS
 }
 
 /// The devices that leave the node least fragmented by `measure`, and
-/// its fragmentation then; ties go to the fullest device (best fit), then
-/// the lowest index. Whole GPUs take the lowest free indices: any free
-/// devices leave the same state. None when the pod does not fit.
+/// its fragmentation then. With `gaps`, a share goes first to the device
+/// whose gap it balances best (see [`super::gaps`]), then by the measure.
+/// Ties go to the fullest device (best fit), then the lowest index. Whole
+/// GPUs take the lowest free indices: any free devices leave the same
+/// state. None when the pod does not fit.
 pub fn least_fragmenting(
     measure: Measure,
     s: &GpuState<'_>,
     request: &GpuRequest,
     milli_cpu: i64,
     shapes: &TypicalShapes,
+    gaps: Option<&GapBalance>,
 ) -> Option<(DeviceSet, f64)> {
     let fit = fitting_devices(s, request)?;
     let (milli, memory) = per_device(request, s);
     match request.kind {
         GpuKind::Share { .. } => {
-            let mut best: Option<(usize, f64)> = None;
+            // (device, gap cost, fragmentation after)
+            let mut best: Option<(usize, f64, f64)> = None;
             // Devices in the same state leave the same fragmentation: one
             // evaluation per distinct state.
             let mut seen: [(i32, i64); MAX_DEVICES] = [(0, 0); MAX_DEVICES];
@@ -311,15 +316,19 @@ pub fn least_fragmenting(
                 seen[distinct] = key;
                 distinct += 1;
                 let f = shapes.fragmentation_after(measure, s, DeviceSet::single(i), milli, memory, milli_cpu);
+                let c = gaps.map_or(0.0, |g| g.cost(s.free_milli[i], milli));
                 let better = match best {
                     None => true,
-                    Some((j, g)) => f < g - 1e-9 || (f <= g + 1e-9 && s.free_milli[i] < s.free_milli[j]),
+                    Some((j, d, g)) => {
+                        c < d - 1e-9
+                            || (c <= d + 1e-9 && (f < g - 1e-9 || (f <= g + 1e-9 && s.free_milli[i] < s.free_milli[j])))
+                    }
                 };
                 if better {
-                    best = Some((i, f));
+                    best = Some((i, c, f));
                 }
             }
-            best.map(|(i, f)| (DeviceSet::single(i), f))
+            best.map(|(i, _, f)| (DeviceSet::single(i), f))
         }
         GpuKind::Whole { count } => {
             let devices: DeviceSet = fit.iter().take(count as usize).collect();
@@ -331,19 +340,33 @@ pub fn least_fragmenting(
     }
 }
 
-/// The devices `request` gets on this node under `placement` (with
-/// `measure` for `Fragmentation`, the one the scores used); None when it
+/// How devices are chosen inside a node: the profile's placement and,
+/// for `Fragmentation`, the measure and gap balance the scores used.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DeviceChoice<'a> {
+    pub placement: GpuPlacement,
+    pub measure: Measure,
+    pub gaps: Option<&'a GapBalance>,
+}
+
+impl DeviceChoice<'_> {
+    pub fn new(placement: GpuPlacement) -> Self {
+        DeviceChoice { placement, ..DeviceChoice::default() }
+    }
+}
+
+/// The devices `request` gets on this node as `how` says; None when it
 /// does not fit, EMPTY when it takes no device.
 pub fn choose_devices(
     s: &GpuState<'_>,
     request: &GpuRequest,
     milli_cpu: i64,
-    placement: (GpuPlacement, Measure),
+    how: DeviceChoice<'_>,
     shapes: &TypicalShapes,
 ) -> Option<DeviceSet> {
-    let (placement, measure) = placement;
+    let placement = how.placement;
     if placement == GpuPlacement::Fragmentation {
-        return least_fragmenting(measure, s, request, milli_cpu, shapes).map(|(d, _)| d);
+        return least_fragmenting(how.measure, s, request, milli_cpu, shapes, how.gaps).map(|(d, _)| d);
     }
     let fit = fitting_devices(s, request)?;
     match request.kind {
@@ -575,14 +598,14 @@ mod tests {
             ("a model not accepted", GpuRequest::share(100, 0).with_models(&["t4"]), GpuPlacement::Binpack, None),
         ];
         for (name, request, placement, want) in cases {
-            let got = choose_devices(&s, &request, 0, (placement, Measure::default()), &shapes).map(|d| d.to_string());
+            let got = choose_devices(&s, &request, 0, DeviceChoice::new(placement), &shapes).map(|d| d.to_string());
             assert_eq!(got.as_deref(), want, "{name}");
         }
         // Ties go to the fullest device: two equally good devices.
         let tie = [500, 500, 1000];
         let s = state(&tie, 64_000, None);
         let only_whole = typical(&[(shape(0, 1000, 1), 1.0)]);
-        let got = least_fragmenting(Measure::Stranded, &s, &GpuRequest::share(100, 0), 0, &only_whole)
+        let got = least_fragmenting(Measure::Stranded, &s, &GpuRequest::share(100, 0), 0, &only_whole, None)
             .map(|(d, _)| d.to_string());
         assert_eq!(got.as_deref(), Some("0"));
         // Shares of 300 and 400: a 300 on the 800 leaves 500, which one
@@ -591,7 +614,8 @@ mod tests {
         let mix = typical(&[(shape(0, 300, 1), 0.5), (shape(0, 400, 1), 0.5)]);
         let s = state(&[800, 1000], 64_000, None);
         for (measure, want) in [(Measure::Stranded, "0"), (Measure::Packed, "1")] {
-            let got = least_fragmenting(measure, &s, &GpuRequest::share(300, 0), 0, &mix).map(|(d, _)| d.to_string());
+            let got =
+                least_fragmenting(measure, &s, &GpuRequest::share(300, 0), 0, &mix, None).map(|(d, _)| d.to_string());
             assert_eq!(got.as_deref(), Some(want), "{measure:?}");
         }
     }
@@ -610,7 +634,7 @@ mod tests {
             &s,
             &GpuRequest::whole(2),
             0,
-            (GpuPlacement::Binpack, Measure::default()),
+            DeviceChoice::new(GpuPlacement::Binpack),
             &TypicalShapes::default(),
         );
         assert_eq!(got.map(|d| d.to_string()).as_deref(), Some("0,2"));

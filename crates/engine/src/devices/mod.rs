@@ -15,6 +15,7 @@
 //! picks the devices inside the chosen node ([`choose_devices`]).
 
 pub mod frag;
+pub mod gaps;
 pub mod index;
 pub mod node;
 pub mod request;
@@ -76,20 +77,20 @@ impl GpuPlacement {
 }
 
 /// The devices `pod` gets on `node` of `snapshot` (the one its decision
-/// saw), chosen as `placement` says (and by `measure`, the one
+/// saw), chosen as `how` says (the measure and gap balance
 /// GpuFragmentation scored with); None when it takes no device.
 pub fn assign(
     snapshot: &crate::cache::Snapshot,
     pod: &crate::model::Pod,
     node: &str,
-    placement: (GpuPlacement, frag::Measure),
+    how: frag::DeviceChoice<'_>,
 ) -> Option<DeviceSet> {
     if !pod.gpu.wants_devices() {
         return None;
     }
     let info = snapshot.get(node)?;
     let shapes = snapshot.gpu_shapes();
-    choose_devices(&info.gpu_state(), &pod.gpu, pod.requests.milli_cpu, placement, shapes).filter(|d| !d.is_empty())
+    choose_devices(&info.gpu_state(), &pod.gpu, pod.requests.milli_cpu, how, shapes).filter(|d| !d.is_empty())
 }
 
 /// Reads the node label [`LABEL_GPU_MEMORY`]: MiB per GPU, if set.

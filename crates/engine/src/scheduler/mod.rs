@@ -1118,9 +1118,14 @@ impl Scheduler {
         let mut assumed = pod.clone();
         assumed.node_name = Some(node.to_string());
         assumed.nominated_node_name = None;
-        // GpuFragmentation leaves the measure it scored with; devices are chosen by it.
-        let measure = state.read::<crate::devices::frag::Measure>().copied().unwrap_or_default();
-        assumed.gpu_devices = crate::devices::assign(&self.snapshot, &assumed, node, (profile.gpu_placement, measure));
+        // GpuFragmentation leaves the measure and gap balance it scored
+        // with; devices are chosen by them.
+        let how = crate::devices::frag::DeviceChoice {
+            placement: profile.gpu_placement,
+            measure: state.read::<crate::devices::frag::Measure>().copied().unwrap_or_default(),
+            gaps: state.read::<crate::devices::gaps::GapBalance>(),
+        };
+        assumed.gpu_devices = crate::devices::assign(&self.snapshot, &assumed, node, how);
         let assumed = Arc::new(assumed);
         self.cache.assume_pod(assumed.clone()).map_err(|e| Status::error(e.to_string()))?;
         let mut reserved = Vec::new();
