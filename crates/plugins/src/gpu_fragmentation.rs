@@ -172,6 +172,20 @@ impl PreScorePlugin for GpuFragmentation {
     }
 }
 
+/// What PreScore left for this cycle, read once per node.
+#[derive(Clone, Copy)]
+struct Cycle<'a> {
+    shapes: &'a TypicalShapes,
+    gaps: Option<&'a GapBalance>,
+}
+
+impl<'a> Cycle<'a> {
+    fn of(state: &'a CycleState) -> Option<Cycle<'a>> {
+        let Shapes(shapes) = state.read::<Shapes>()?;
+        Some(Cycle { shapes, gaps: state.read::<GapBalance>() })
+    }
+}
+
 /// What placing a pod on a node does.
 struct Effect {
     /// The node's fragmentation now.
@@ -185,10 +199,10 @@ struct Effect {
 }
 
 impl GpuFragmentation {
-    fn effect(&self, shapes: &TypicalShapes, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Effect {
+    fn effect(&self, cycle: Cycle<'_>, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Effect {
+        let Cycle { shapes, gaps } = cycle;
         let s = node.gpu_state();
         let request = state.pod_gpu(pod);
-        let gaps = state.read::<GapBalance>();
         let placed = least_fragmenting(self.measure, &s, request, pod.requests.milli_cpu, shapes, gaps);
         let gap_cost = match (gaps, &placed, &request.kind) {
             (Some(g), Some((d, _)), GpuKind::Share { milli, .. }) => {
@@ -207,18 +221,18 @@ impl GpuFragmentation {
 
 impl ScorePlugin for GpuFragmentation {
     fn score(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Result<i64, Status> {
-        let Some(Shapes(shapes)) = state.read::<Shapes>() else {
+        let Some(cycle) = Cycle::of(state) else {
             return Err(Status::error("GpuFragmentation: PreScore did not run"));
         };
         if !node.summary().has_gpus {
             return Ok(0);
         }
-        let e = self.effect(shapes, state, pod, node);
+        let e = self.effect(cycle, state, pod, node);
         // Does not fit (GpuDeviceFit disabled): as if all its free GPU became a fragment.
         let after = e.placed.map_or(e.before + node.gpus.free_total() as f64, |(_, f)| f);
         // The raw score: fragmentation removed, in thousandths.
         let removed = (e.before - after).round() as i64;
-        if state.read::<GapBalance>().is_none() {
+        if cycle.gaps.is_none() {
             return Ok(removed);
         }
         // Costs are whole numbers but for the dead space's tenths: rounded.
@@ -254,8 +268,8 @@ impl ScorePlugin for GpuFragmentation {
 
     /// The node's fragmentation before and after the pod, and its devices.
     fn explain(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Vec<(String, String)> {
-        let Some(Shapes(shapes)) = state.read::<Shapes>() else { return Vec::new() };
-        let e = self.effect(shapes, state, pod, node);
+        let Some(cycle) = Cycle::of(state) else { return Vec::new() };
+        let e = self.effect(cycle, state, pod, node);
         let free = node.gpus.free_total();
         let mut out = vec![("fragmentation".to_string(), format!("{:.0}/{free}", e.before))];
         if let Some((devices, after)) = e.placed {

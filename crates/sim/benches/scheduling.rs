@@ -14,7 +14,9 @@
 //! disk type, some GPU nodes), so that no policy rule can skip the cycle;
 //! and `decision/queues-*`: every pod in one of 16 team Queues under 4
 //! parents and a root, half of the teams borrowing beyond their cpu quota
-//! (admission up the chain with borrowing, on every cycle).
+//! (admission up the chain with borrowing, on every cycle); and
+//! `decision/gpushares-*`: 300-thousandth GPU shares on 8-GPU nodes, with
+//! GpuFragmentation's gap balance and without it (`gpushares-nobalance-*`).
 //! `cargo bench -p gpu-scheduler-sim --bench scheduling`
 
 use std::sync::Arc;
@@ -52,6 +54,12 @@ enum Setup {
     PolicyNoClaimPlugins,
     /// The policy profile, every node with 8 GPUs as `nvidia.com/gpu`.
     PolicyGpuNodes,
+    /// As `PolicyGpuNodes`, the pods 300-thousandth GPU shares (scored by
+    /// the gap balance, then the fragmentation measure).
+    PolicyGpuShares,
+    /// As `PolicyGpuShares`, GpuFragmentation's `gapBalance` off: against
+    /// it, what the gap balance costs.
+    PolicyGpuSharesNoBalance,
     /// The policy profile, every node publishing its 8 GPUs through DRA (a
     /// ResourceSlice) instead, and a DeviceClass for them; pods still
     /// claim none. Against `PolicyGpuNodes`: what DRA GPUs cost.
@@ -89,7 +97,13 @@ fn queues() -> Vec<engine::queues::Queue> {
 }
 
 fn scheduler(nodes: usize, percentage: u32, setup: Setup) -> Scheduler {
-    let cfg = Configuration { percentage_of_nodes_to_score: percentage, ..Default::default() };
+    let mut cfg = Configuration { percentage_of_nodes_to_score: percentage, ..Default::default() };
+    if setup == Setup::PolicyGpuSharesNoBalance {
+        let yaml = "apiVersion: gpu-scheduler.io/v1alpha1\nkind: GpuSchedulerConfiguration\nprofiles:\n\
+                    - pluginConfig:\n  - name: GpuFragmentation\n    args: {gapBalance: false}\n";
+        cfg = config(yaml);
+        cfg.percentage_of_nodes_to_score = percentage;
+    }
     let claim_plugins = ["VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources"];
     let set = match setup {
         Setup::Standard => plugins::standard_plugins(),
@@ -116,7 +130,7 @@ fn scheduler(nodes: usize, percentage: u32, setup: Setup) -> Scheduler {
                 n = n.label("gpu-model", "a100").resource("nvidia.com/gpu", 8);
             }
         }
-        if setup == Setup::PolicyGpuNodes {
+        if matches!(setup, Setup::PolicyGpuNodes | Setup::PolicyGpuShares | Setup::PolicyGpuSharesNoBalance) {
             n = n.label("gpu-model", "a100").resource("nvidia.com/gpu", 8);
         }
         if setup == Setup::PolicyDraNodes {
@@ -177,6 +191,30 @@ fn basic_pod(i: usize) -> Pod {
     pod(&format!("pod-{i}")).req(100, 500 << 20).build()
 }
 
+/// `basic_pod` asking 300 thousandths of a GPU (the existing load:
+/// [`bound_share`]).
+fn share_pod(i: usize) -> Pod {
+    pod(&format!("pod-{i}")).req(100, 500 << 20).with(|p| p.gpu = engine::devices::GpuRequest::share(300, 0)).build()
+}
+
+/// A share of 300, 500 or 700 already bound, one per node (on one of its
+/// 8 devices), the same whatever the configuration.
+fn bound_share(i: usize, nodes: usize) -> Pod {
+    let milli = [300, 500, 700][i % 3];
+    pod(&format!("pod-{i}"))
+        .req(100, 500 << 20)
+        .node(&format!("node-{}", i % nodes))
+        .with(|p| {
+            p.gpu = engine::devices::GpuRequest::share(milli, 0);
+            p.gpu_devices = Some(engine::devices::DeviceSet::single((i / 3) % 8));
+        })
+        .build()
+}
+
+fn config(yaml: &str) -> Configuration {
+    engine::config::parse(yaml).expect("benchmark configuration")
+}
+
 /// `basic_pod` in team Queue `i` mod 16.
 fn queued_pod(i: usize) -> Pod {
     let team = format!("team-{}-{}", (i / TEAMS) % PARENTS, i % TEAMS);
@@ -217,6 +255,12 @@ fn decision(c: &mut Criterion) {
         .chain(MODES.iter().map(|&(mode, pct)| (format!("noclaims-{mode}"), 5_000, pct, Setup::PolicyNoClaimPlugins)))
         .chain(MODES.iter().map(|&(mode, pct)| (format!("gpunodes-{mode}"), 5_000, pct, Setup::PolicyGpuNodes)))
         .chain(MODES.iter().map(|&(mode, pct)| (format!("dranodes-{mode}"), 5_000, pct, Setup::PolicyDraNodes)))
+        .chain(MODES.iter().map(|&(mode, pct)| (format!("gpushares-{mode}"), 5_000, pct, Setup::PolicyGpuShares)))
+        .chain(
+            MODES.iter().map(|&(mode, pct)| {
+                (format!("gpushares-nobalance-{mode}"), 5_000, pct, Setup::PolicyGpuSharesNoBalance)
+            }),
+        )
         .chain(MODES.iter().map(|&(mode, pct)| (format!("queues-{mode}"), 5_000, pct, Setup::PolicyQueues)));
     for (mode, nodes, pct, setup) in runs {
         g.throughput(Throughput::Elements(1));
@@ -224,12 +268,21 @@ fn decision(c: &mut Criterion) {
         // the benchmarks selected on the command line, but many times each.
         let mut cluster: Option<Scheduler> = None;
         let mut i = 0;
-        let make = if setup == Setup::PolicyQueues { queued_pod } else { basic_pod };
+        let make = match setup {
+            Setup::PolicyQueues => queued_pod,
+            Setup::PolicyGpuShares | Setup::PolicyGpuSharesNoBalance => share_pod,
+            _ => basic_pod,
+        };
         g.bench_function(BenchmarkId::new(&mode, nodes), |b| {
             let s = cluster.get_or_insert_with(|| {
                 let mut s = scheduler(nodes, pct, setup);
                 // Some existing load so scores differ between nodes.
                 for i in 0..nodes {
+                    if matches!(setup, Setup::PolicyGpuShares | Setup::PolicyGpuSharesNoBalance) {
+                        // Bound as is, so that both settings start from the same shares.
+                        s.on_pod_upsert(bound_share(1_000_000 + i, nodes), NOW);
+                        continue;
+                    }
                     let placed = schedule(&mut s, make(1_000_000 + i));
                     assert!(placed.is_some() || setup != Setup::PolicyQueues, "queue refused pod {i}");
                 }
