@@ -10,9 +10,10 @@
 //! sum, over the gap values, of the squared number of devices with that
 //! value, plus a little for the dead space it adds: the Sum-of-Squares rule
 //! of online bin packing (Csirik, Johnson, Kenyon, Orlin, Shor and Weber,
-//! "On the sum-of-squares algorithm for bin packing", JACM 2006), whose
-//! waste stays near the optimum's for item sizes drawn from a fixed
-//! distribution. Gaps of a value many devices already have are filled
+//! "On the sum-of-squares algorithm for bin packing", JACM 2006): for item
+//! sizes drawn from a fixed mix that packs perfectly its expected waste
+//! grows only as the square root of the items, and it needs no knowledge
+//! of the mix. Gaps of a value many devices already have are filled
 //! first, and gaps few devices have are the ones made: a share does not
 //! join a partner that leaves a gap only rare shares fill, when hundreds
 //! of such gaps already wait for them.
