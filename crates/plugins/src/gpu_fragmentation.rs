@@ -204,16 +204,10 @@ impl GpuFragmentation {
         let s = node.gpu_state();
         let request = state.pod_gpu(pod);
         let placed = least_fragmenting(self.measure, &s, request, pod.requests.milli_cpu, shapes, gaps);
-        let gap_cost = match (gaps, &placed, &request.kind) {
-            (Some(g), Some((d, _)), GpuKind::Share { milli, .. }) => {
-                d.iter().next().map(|i| g.cost(s.free_milli[i], *milli as i32))
-            }
-            _ => None,
-        };
         Effect {
             before: shapes.measure(self.measure, &s),
-            placed,
-            gap_cost,
+            placed: placed.map(|(d, f, _)| (d, f)),
+            gap_cost: placed.and_then(|(.., c)| c),
             free_after: (s.free_total() - request.total_milli() as i64).max(0),
         }
     }

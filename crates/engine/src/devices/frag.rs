@@ -284,9 +284,10 @@ pub fn fitting_devices(s: &GpuState<'_>, request: &GpuRequest) -> Option<DeviceS
     }
 }
 
-/// The devices that leave the node least fragmented by `measure`, and
-/// its fragmentation then. With `gaps`, a share goes first to the device
-/// whose gap it balances best (see [`super::gaps`]), then by the measure.
+/// The devices that leave the node least fragmented by `measure`, its
+/// fragmentation then, and with `gaps` the gap cost of a share's device:
+/// a share goes first to the device whose gap it balances best (see
+/// [`super::gaps`]), then by the measure.
 /// Ties go to the fullest device (best fit), then the lowest index. Whole
 /// GPUs take the lowest free indices: any free devices leave the same
 /// state. None when the pod does not fit.
@@ -297,13 +298,13 @@ pub fn least_fragmenting(
     milli_cpu: i64,
     shapes: &TypicalShapes,
     gaps: Option<&GapBalance>,
-) -> Option<(DeviceSet, f64)> {
+) -> Option<(DeviceSet, f64, Option<f64>)> {
     let fit = fitting_devices(s, request)?;
     let (milli, memory) = per_device(request, s);
     match request.kind {
         GpuKind::Share { .. } => {
             // (device, gap cost, fragmentation after)
-            let mut best: Option<(usize, f64, f64)> = None;
+            let mut best: Option<(usize, Option<f64>, f64)> = None;
             // Devices in the same state leave the same fragmentation: one
             // evaluation per distinct state.
             let mut seen: [(i32, i64); MAX_DEVICES] = [(0, 0); MAX_DEVICES];
@@ -316,10 +317,11 @@ pub fn least_fragmenting(
                 seen[distinct] = key;
                 distinct += 1;
                 let f = shapes.fragmentation_after(measure, s, DeviceSet::single(i), milli, memory, milli_cpu);
-                let c = gaps.map_or(0.0, |g| g.cost(s.free_milli[i], milli));
+                let c = gaps.map(|g| g.cost(s.free_milli[i], milli));
                 let better = match best {
                     None => true,
                     Some((j, d, g)) => {
+                        let (c, d) = (c.unwrap_or(0.0), d.unwrap_or(0.0));
                         c < d - 1e-9
                             || (c <= d + 1e-9 && (f < g - 1e-9 || (f <= g + 1e-9 && s.free_milli[i] < s.free_milli[j])))
                     }
@@ -328,14 +330,14 @@ pub fn least_fragmenting(
                     best = Some((i, c, f));
                 }
             }
-            best.map(|(i, _, f)| (DeviceSet::single(i), f))
+            best.map(|(i, c, f)| (DeviceSet::single(i), f, c))
         }
         GpuKind::Whole { count } => {
             let devices: DeviceSet = fit.iter().take(count as usize).collect();
-            Some((devices, shapes.fragmentation_after(measure, s, devices, milli, memory, milli_cpu)))
+            Some((devices, shapes.fragmentation_after(measure, s, devices, milli, memory, milli_cpu), None))
         }
         GpuKind::None | GpuKind::Slices { .. } => {
-            Some((DeviceSet::EMPTY, shapes.fragmentation_after(measure, s, DeviceSet::EMPTY, 0, 0, milli_cpu)))
+            Some((DeviceSet::EMPTY, shapes.fragmentation_after(measure, s, DeviceSet::EMPTY, 0, 0, milli_cpu), None))
         }
     }
 }
@@ -366,7 +368,7 @@ pub fn choose_devices(
 ) -> Option<DeviceSet> {
     let placement = how.placement;
     if placement == GpuPlacement::Fragmentation {
-        return least_fragmenting(how.measure, s, request, milli_cpu, shapes, how.gaps).map(|(d, _)| d);
+        return least_fragmenting(how.measure, s, request, milli_cpu, shapes, how.gaps).map(|(d, ..)| d);
     }
     let fit = fitting_devices(s, request)?;
     match request.kind {
@@ -606,7 +608,7 @@ mod tests {
         let s = state(&tie, 64_000, None);
         let only_whole = typical(&[(shape(0, 1000, 1), 1.0)]);
         let got = least_fragmenting(Measure::Stranded, &s, &GpuRequest::share(100, 0), 0, &only_whole, None)
-            .map(|(d, _)| d.to_string());
+            .map(|(d, ..)| d.to_string());
         assert_eq!(got.as_deref(), Some("0"));
         // Shares of 300 and 400: a 300 on the 800 leaves 500, which one
         // of each size alone strands as much as 800 and 700 do, but no
@@ -615,7 +617,7 @@ mod tests {
         let s = state(&[800, 1000], 64_000, None);
         for (measure, want) in [(Measure::Stranded, "0"), (Measure::Packed, "1")] {
             let got =
-                least_fragmenting(measure, &s, &GpuRequest::share(300, 0), 0, &mix, None).map(|(d, _)| d.to_string());
+                least_fragmenting(measure, &s, &GpuRequest::share(300, 0), 0, &mix, None).map(|(d, ..)| d.to_string());
             assert_eq!(got.as_deref(), Some(want), "{measure:?}");
         }
     }
