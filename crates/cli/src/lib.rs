@@ -91,7 +91,7 @@ impl App {
     /// runs when its config does not list its plugins), with the weight
     /// its score counts with. It runs after the built-in plugins.
     pub fn with_default_plugin(mut self, name: &'static str, weight: f64) -> Self {
-        self.defaults.push(DefaultPlugin { name, weight });
+        self.defaults.push(DefaultPlugin::new(name, weight));
         self
     }
 

@@ -23,6 +23,22 @@ use crate::starvation::StarvationGuardConfig;
 pub struct DefaultPlugin {
     pub name: &'static str,
     pub weight: f64,
+    /// Args the default profile gives the plugin (a JSON object), under
+    /// the profile's own `pluginConfig` args for it, field by field, as
+    /// kube-scheduler defaults args. They belong to the default list: a
+    /// profile whose `multiPoint` disables the plugin (or `*`) does not
+    /// get them, even if it enables the plugin again.
+    pub args: Option<&'static str>,
+}
+
+impl DefaultPlugin {
+    pub const fn new(name: &'static str, weight: f64) -> Self {
+        DefaultPlugin { name, weight, args: None }
+    }
+
+    pub const fn with_args(self, args: &'static str) -> Self {
+        DefaultPlugin { args: Some(args), ..self }
+    }
 }
 
 pub type PluginRef = Arc<dyn Plugin>;
@@ -162,17 +178,27 @@ fn build_profile(
         }
         args.insert(pc.name.as_str(), (j, strip_type_meta(&pc.args)));
     }
+    let mut default_args: BTreeMap<&str, serde_json::Value> = BTreeMap::new();
+    let dropped = |name: &str| cfg.plugins.multi_point.disabled.iter().any(|d| d.name == "*" || d.name == name);
+    for d in defaults {
+        let Some(text) = d.args.filter(|_| !dropped(d.name)) else { continue };
+        let base: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            ConfigError::new(format!("{path}.pluginConfig"), format!("default args of {}: {e}", d.name))
+        })?;
+        default_args.insert(d.name, base);
+    }
     let mut instances: BTreeMap<String, PluginRef> = BTreeMap::new();
     let mut instance = |name: &str, at: &str| -> Result<PluginRef, ConfigError> {
         if let Some(p) = instances.get(name) {
             return Ok(p.clone());
         }
         let factory = registry.get(name).ok_or_else(|| ConfigError::new(at, format!("unknown plugin {name:?}")))?;
-        let (arg_path, value) = match args.get(name) {
-            Some((j, v)) => (format!("{path}.pluginConfig[{j}].args"), Some(v)),
-            None => (format!("{path}.pluginConfig"), None),
+        let (arg_path, value) = match (args.get(name), default_args.get(name)) {
+            (Some((j, v)), base) => (format!("{path}.pluginConfig[{j}].args"), Some(under(base, v))),
+            (None, Some(base)) => (format!("{path}.pluginConfig"), Some(base.clone())),
+            (None, None) => (format!("{path}.pluginConfig"), None),
         };
-        let plugin = factory(value).map_err(|e| {
+        let plugin = factory(value.as_ref()).map_err(|e| {
             let p = if e.path.is_empty() { arg_path.clone() } else { format!("{arg_path}.{}", e.path) };
             ConfigError::new(p, e.message)
         })?;
@@ -303,6 +329,20 @@ fn strip_type_meta(args: &serde_json::Value) -> serde_json::Value {
     args
 }
 
+/// `args` laid over the default profile's `base` args field by field;
+/// args that are not an object replace the base whole (the plugin then
+/// says what is wrong with them).
+fn under(base: Option<&serde_json::Value>, args: &serde_json::Value) -> serde_json::Value {
+    match (base, args) {
+        (Some(serde_json::Value::Object(base)), serde_json::Value::Object(own)) => {
+            let mut merged = base.clone();
+            merged.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
+            serde_json::Value::Object(merged)
+        }
+        _ => args.clone(),
+    }
+}
+
 /// Applies one point's `disabled` then `enabled` to `list`.
 fn merge(
     list: &mut Vec<(String, f64)>,
@@ -329,4 +369,60 @@ fn merge(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config;
+    use crate::registry::ArgsError;
+
+    /// A plugin that refuses every args, naming them: the error shows
+    /// what the profile gave it.
+    fn probe(args: Option<&serde_json::Value>) -> Result<PluginRef, ArgsError> {
+        Err(ArgsError::new("", args.map_or("none".to_string(), |a| a.to_string())))
+    }
+
+    const DEFAULTS: &[DefaultPlugin] = &[DefaultPlugin::new("Probe", 1.0).with_args(r#"{"a": 1, "b": 1}"#)];
+
+    /// (case, profile YAML after `schedulerName`, what Probe receives, or
+    /// None when it is not built at all)
+    #[test]
+    fn default_args_lie_under_the_profiles_own() {
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            ("defaults alone", "", Some(r#"{"a":1,"b":1}"#)),
+            (
+                "own args field by field over them",
+                "\n  pluginConfig:\n  - name: Probe\n    args: {b: 2, c: 3}",
+                Some(r#"{"a":1,"b":2,"c":3}"#),
+            ),
+            (
+                "disabled at multiPoint and enabled again: no defaults",
+                "\n  plugins:\n    multiPoint:\n      disabled: [{name: Probe}]\n      enabled: [{name: Probe}]",
+                Some("none"),
+            ),
+            (
+                "'*' drops the default list's args too",
+                "\n  plugins:\n    multiPoint:\n      disabled: [{name: '*'}]\n      enabled: [{name: Probe}]\n  pluginConfig:\n  - name: Probe\n    args: {c: 3}",
+                Some(r#"{"c":3}"#),
+            ),
+            ("disabled: not built", "\n  plugins:\n    multiPoint:\n      disabled: [{name: Probe}]", None),
+        ];
+        let mut registry = Registry::new();
+        registry.register("Probe", probe);
+        for (name, profile, want) in cases {
+            let yaml = format!(
+                "apiVersion: gpu-scheduler.io/v1alpha1\nkind: GpuSchedulerConfiguration\nprofiles:\n- schedulerName: s{profile}\n"
+            );
+            let cfg = config::parse(&yaml).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let err = build_profiles(&cfg, &registry, DEFAULTS).err().unwrap_or_else(|| panic!("{name}: built"));
+            match want {
+                Some(args) => {
+                    assert!(err.path.starts_with("profiles[0].pluginConfig"), "{name}: {err}");
+                    assert_eq!(err.message, *args, "{name}");
+                }
+                None => assert!(err.message.contains("queue sort"), "{name}: {err}"),
+            }
+        }
+    }
 }

@@ -15,6 +15,11 @@
 //! Requests here are the plain ones (no non-zero defaults), and a pod
 //! requesting none of the scored resources is not scored at all (PreScore
 //! returns Skip, kubernetes#129138).
+//!
+//! `gpuAware` (not kube's; off unless set, on in gpu-scheduler's default
+//! profile) keeps the score where no GPUs are at stake, as
+//! ResourceHeadroom: a pod that takes GPUs is not scored, and other pods
+//! score 0 on nodes with GPUs.
 
 use std::sync::Arc;
 
@@ -35,6 +40,9 @@ pub struct NodeResourcesBalancedAllocationArgs {
     /// Empty: cpu and memory. Weights must be 1 (0 or absent means 1).
     #[serde(default)]
     pub resources: Vec<ResourceSpecArgs>,
+    /// Spread only where no GPUs are at stake (module doc).
+    #[serde(default)]
+    pub gpu_aware: bool,
 }
 
 impl NodeResourcesBalancedAllocationArgs {
@@ -119,6 +127,7 @@ pub fn balanced_score(usages: impl Iterator<Item = Usage>) -> i64 {
 
 pub struct BalancedAllocation {
     scorer: ResourceAllocationScorer,
+    gpu_aware: bool,
 }
 
 /// The pod's request of each scored resource, computed in PreScore.
@@ -132,6 +141,7 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
     args.validate()?;
     Ok(Arc::new(BalancedAllocation {
         scorer: ResourceAllocationScorer::new(resources_from_args(&args.resources), true),
+        gpu_aware: args.gpu_aware,
     }))
 }
 
@@ -155,6 +165,9 @@ impl Plugin for BalancedAllocation {
 
 impl PreScorePlugin for BalancedAllocation {
     fn pre_score(&self, state: &mut CycleState, pod: &Pod, _nodes: NodeList<'_>) -> Status {
+        if self.gpu_aware && state.pod_gpu(pod).wants_gpu() {
+            return Status::skip();
+        }
         let pod_requests = self.scorer.pod_requests(pod);
         // Scoring best-effort pods piles them onto one node (kubernetes#129138).
         if ResourceAllocationScorer::is_best_effort(&pod_requests) {
@@ -167,6 +180,9 @@ impl PreScorePlugin for BalancedAllocation {
 
 impl ScorePlugin for BalancedAllocation {
     fn score(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Result<i64, Status> {
+        if self.gpu_aware && node.summary().has_gpus {
+            return Ok(0);
+        }
         match state.read::<PreScoreState>() {
             Some(s) => Ok(balanced_score(self.scorer.usages(node, &s.pod_requests))),
             // As kube: without PreScore, compute the requests here.
@@ -369,6 +385,29 @@ mod tests {
                 nodes: vec![node("n1").capacity(4000, 8000).build()],
                 existing: vec![pod("a").node("n1").req(2000, 0).arc()],
                 want: Some(vec![75]),
+            },
+            Case {
+                // gpuAware: a pod taking GPUs is left to the GPU scores.
+                name: "gpu-aware: gpu pod skipped",
+                args: Some(json!({"gpuAware": true})),
+                pod: pod("p").req(1000, 1000).resource("nvidia.com/gpu", 1).build(),
+                nodes: vec![node("n1").capacity(4000, 8000).resource("nvidia.com/gpu", 4).build()],
+                existing: vec![],
+                want: None,
+            },
+            Case {
+                // gpuAware: a cpu pod scores 0 on the GPU node (n1), as
+                // usual on the cpu node (n2: 3000m / 8000 → with .5,.25 →
+                // 87; without 0,0 → 100 → 50 + (50+87-100)/2 = 68).
+                name: "gpu-aware: cpu pod, gpu node 0",
+                args: Some(json!({"gpuAware": true})),
+                pod: pod("p").req(2000, 2000).build(),
+                nodes: vec![
+                    node("n1").capacity(4000, 8000).resource("nvidia.com/gpu", 4).build(),
+                    node("n2").capacity(4000, 8000).build(),
+                ],
+                existing: vec![],
+                want: Some(vec![0, 68]),
             },
         ];
         for c in cases {

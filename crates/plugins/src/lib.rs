@@ -97,7 +97,7 @@ pub fn registry() -> Registry {
 /// scores (one of them acts per pod, by the profile's `gpuPlacement` and
 /// the request) weigh more than headroom and less than the GPU model.
 pub fn default_plugins() -> Vec<DefaultPlugin> {
-    let p = |name, weight| DefaultPlugin { name, weight };
+    let p = DefaultPlugin::new;
     vec![
         p(scheduling_gates::NAME, 1.0),
         p(priority_sort::NAME, 1.0),
@@ -125,7 +125,9 @@ pub fn default_plugins() -> Vec<DefaultPlugin> {
         // Last of the filters: when it refuses, the others' PreFilter
         // state is there for its reclaim to try nodes with.
         p(queue_quota::NAME, 1.0),
-        p(balanced_allocation::NAME, 0.1),
+        // Spreads cpu only where no GPUs are at stake (ResourceHeadroom does
+        // so by default; kube's profile keeps the plain score).
+        p(balanced_allocation::NAME, 0.1).with_args(r#"{"gpuAware": true}"#),
         p(zone_spread::NAME, 0.3),
         p(gpu_model::NAME, 0.4),
         p(gpu_fragmentation::NAME, GPU_PLACEMENT_WEIGHT),
@@ -146,7 +148,7 @@ pub const GPU_PLACEMENT_WEIGHT: f64 = 0.35;
 /// kube-scheduler's default plugins (all but ImageLocality), in its
 /// order, with its score weights.
 pub fn standard_plugins() -> Vec<DefaultPlugin> {
-    let p = |name, weight| DefaultPlugin { name, weight };
+    let p = DefaultPlugin::new;
     vec![
         p(scheduling_gates::NAME, 1.0),
         p(priority_sort::NAME, 1.0),

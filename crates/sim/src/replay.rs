@@ -238,7 +238,7 @@ pub fn replay(
 
 /// A scheduler for `cfg` with the trace's nodes and queues, and the
 /// trace's pods converted (once; copies are renamed clones).
-pub(crate) fn trace_scheduler(
+pub fn trace_scheduler(
     nodes: &[TraceNode],
     pods: &[TracePod],
     cfg: &Configuration,
