@@ -1009,6 +1009,12 @@ impl Snapshot {
         &self.nodes
     }
 
+    /// Every node's summary, by position in [`Snapshot::nodes`]: one
+    /// contiguous array, for a plugin's pass over all nodes.
+    pub fn summaries(&self) -> &[NodeSummary] {
+        &self.summaries
+    }
+
     /// Every node, as plugins see it.
     pub fn node_list(&self) -> NodeList<'_> {
         NodeList { snap: self, positions: None }

@@ -265,7 +265,8 @@ impl CycleState {
 
     pub fn read<T: Any + Send + Sync>(&self) -> Option<&T> {
         let id = TypeId::of::<T>();
-        self.entries.iter().find(|(t, _)| *t == id).and_then(|(_, v)| v.downcast_ref())
+        // Newest first: Score reads, once per node, what PreScore wrote last.
+        self.entries.iter().rev().find(|(t, _)| *t == id).and_then(|(_, v)| v.downcast_ref())
     }
 
     pub fn read_mut<T: Any + Send + Sync>(&mut self) -> Option<&mut T> {

@@ -12,6 +12,7 @@
 use std::num::NonZeroU64;
 use std::ops::Deref;
 
+use crate::devices::memo::FragMemo;
 use crate::devices::{DeviceSet, GPU_SHARED_RESOURCE, MIG_RESOURCE_PREFIX, NodeGpus};
 use crate::facts::{Cloud, GPU_RESOURCE, NodeFacts};
 use crate::model::{HostPort, Node, PodRef, TaintEffect};
@@ -42,6 +43,9 @@ pub struct NodeInfo {
     pub gpus: NodeGpus,
     /// The cache generation of this node's last change.
     pub generation: u64,
+    /// The GPU fragmentation measures of this generation
+    /// ([`crate::devices::memo`]).
+    pub frag_memo: FragMemo,
 }
 
 impl NodeInfo {
@@ -59,6 +63,7 @@ impl NodeInfo {
             non_zero_memory: 0,
             used_ports: Vec::new(),
             generation: 0,
+            frag_memo: FragMemo::default(),
         }
     }
 

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use engine::cache::{NodeView, Snapshot};
-use engine::devices::frag::fitting_devices;
+use engine::devices::frag::fits;
 use engine::devices::{GpuKind, GpuRequest};
 use engine::framework::{
     ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult,
@@ -81,10 +81,7 @@ impl FilterPlugin for GpuDeviceFit {
         {
             return Status::unresolvable(ERR_REASON_MEMORY_UNKNOWN);
         }
-        match fitting_devices(&node.gpu_state(), gpu) {
-            Some(_) => Status::success(),
-            None => Status::unschedulable(reason(gpu)),
-        }
+        if fits(&node.gpu_state(), gpu) { Status::success() } else { Status::unschedulable(reason(gpu)) }
     }
 }
 

@@ -38,9 +38,9 @@
 use std::sync::Arc;
 
 use engine::cache::{NodeList, NodeView};
-use engine::devices::frag::{Measure, least_fragmenting};
+use engine::devices::frag::{Measure, placement_effect};
 use engine::devices::gaps::GapBalance;
-use engine::devices::{DeviceSet, GpuKind, GpuPlacement, MILLI_PER_GPU, TypicalShapes};
+use engine::devices::{DeviceSet, GpuKind, GpuPlacement, GpuRequest, MILLI_PER_GPU, TypicalShapes};
 use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
 use engine::model::Pod;
 use engine::registry::{ArgsError, decode_args};
@@ -111,8 +111,14 @@ fn split_gap_score(raw: i64) -> (i64, i64) {
     (shifted.div_euclid(GAP_SCALE), shifted.rem_euclid(GAP_SCALE) - HALF)
 }
 
-/// The typical shapes of this cycle, from the snapshot.
-struct Shapes(Arc<TypicalShapes>);
+/// What PreScore leaves for Score, read once per node: the typical
+/// shapes of this cycle, the gap balance (shares only) and the pod's GPU
+/// request.
+struct Cycle {
+    shapes: Arc<TypicalShapes>,
+    gaps: Option<GapBalance>,
+    request: GpuRequest,
+}
 
 pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsError> {
     let args: GpuFragmentationArgs = decode_args(args)?;
@@ -157,32 +163,18 @@ impl PreScorePlugin for GpuFragmentation {
             || matches!(state.pod_gpu(pod).kind, GpuKind::Slices { .. })
             || shapes.is_empty();
         if !skip {
-            state.write(Shapes(shapes.clone()));
             // Reserve picks the devices by the same measure and balance.
             state.write(self.measure);
-            let share = matches!(state.pod_gpu(pod).kind, GpuKind::Share { milli, .. } if milli > 0);
-            if self.gap_balance
-                && share
-                && let Some(g) = GapBalance::new(shapes, nodes.snapshot().gpu_gaps())
-            {
-                state.write(g);
+            let request = state.pod_gpu(pod).clone();
+            let share = matches!(request.kind, GpuKind::Share { milli, .. } if milli > 0);
+            let gaps =
+                if self.gap_balance && share { GapBalance::new(shapes, nodes.snapshot().gpu_gaps()) } else { None };
+            if let Some(g) = &gaps {
+                state.write(g.clone());
             }
+            state.write(Cycle { shapes: shapes.clone(), gaps, request });
         }
         skip_if(skip)
-    }
-}
-
-/// What PreScore left for this cycle, read once per node.
-#[derive(Clone, Copy)]
-struct Cycle<'a> {
-    shapes: &'a TypicalShapes,
-    gaps: Option<&'a GapBalance>,
-}
-
-impl<'a> Cycle<'a> {
-    fn of(state: &'a CycleState) -> Option<Cycle<'a>> {
-        let Shapes(shapes) = state.read::<Shapes>()?;
-        Some(Cycle { shapes, gaps: state.read::<GapBalance>() })
     }
 }
 
@@ -194,36 +186,34 @@ struct Effect {
     placed: Option<(DeviceSet, f64)>,
     /// The gap balance's cost of the device chosen (shares with the balance on).
     gap_cost: Option<f64>,
-    /// Thousandths of GPU left free after.
-    free_after: i64,
 }
 
 impl GpuFragmentation {
-    fn effect(&self, cycle: Cycle<'_>, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Effect {
-        let Cycle { shapes, gaps } = cycle;
+    fn effect(&self, cycle: &Cycle, pod: &Pod, node: &NodeView<'_>) -> Effect {
         let s = node.gpu_state();
-        let request = state.pod_gpu(pod);
-        let placed = least_fragmenting(self.measure, &s, request, pod.requests.milli_cpu, shapes, gaps);
-        Effect {
-            before: shapes.measure(self.measure, &s),
-            placed: placed.map(|(d, f, _)| (d, f)),
-            gap_cost: placed.and_then(|(.., c)| c),
-            free_after: (s.free_total() - request.total_milli() as i64).max(0),
-        }
+        let (before, placed) = placement_effect(
+            self.measure,
+            &s,
+            &cycle.request,
+            pod.requests.milli_cpu,
+            &cycle.shapes,
+            cycle.gaps.as_ref(),
+        );
+        Effect { before, placed: placed.map(|(d, f, _)| (d, f)), gap_cost: placed.and_then(|(.., c)| c) }
     }
 }
 
 impl ScorePlugin for GpuFragmentation {
     fn score(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Result<i64, Status> {
-        let Some(cycle) = Cycle::of(state) else {
+        let Some(cycle) = state.read::<Cycle>() else {
             return Err(Status::error("GpuFragmentation: PreScore did not run"));
         };
         if !node.summary().has_gpus {
             return Ok(0);
         }
-        let e = self.effect(cycle, state, pod, node);
+        let e = self.effect(cycle, pod, node);
         // Does not fit (GpuDeviceFit disabled): as if all its free GPU became a fragment.
-        let after = e.placed.map_or(e.before + node.gpus.free_total() as f64, |(_, f)| f);
+        let after = e.placed.map_or_else(|| e.before + node.gpus.free_total() as f64, |(_, f)| f);
         // The raw score: fragmentation removed, in thousandths.
         let removed = (e.before - after).round() as i64;
         if cycle.gaps.is_none() {
@@ -246,8 +236,9 @@ impl ScorePlugin for GpuFragmentation {
         let gaps = state.read::<GapBalance>().is_some();
         // (−gap cost, fragmentation removed): higher is better in both.
         let parts = |s: i64| if gaps { split_gap_score(s) } else { (0, s) };
-        let Some(top) = scores.iter().map(|&s| parts(s).0).max() else { return Status::success() };
-        let best = scores.iter().map(|&s| parts(s)).filter(|p| p.0 == top).map(|p| p.1).max().unwrap_or(0);
+        // The best (balance, removed) in one pass: the highest balance, and
+        // the most removed at it.
+        let Some((top, best)) = scores.iter().map(|&s| parts(s)).max() else { return Status::success() };
         for s in scores.iter_mut() {
             let (balance, removed) = parts(*s);
             if balance != top {
@@ -262,9 +253,10 @@ impl ScorePlugin for GpuFragmentation {
 
     /// The node's fragmentation before and after the pod, and its devices.
     fn explain(&self, state: &CycleState, pod: &Pod, node: &NodeView<'_>) -> Vec<(String, String)> {
-        let Some(cycle) = Cycle::of(state) else { return Vec::new() };
-        let e = self.effect(cycle, state, pod, node);
+        let Some(cycle) = state.read::<Cycle>() else { return Vec::new() };
+        let e = self.effect(cycle, pod, node);
         let free = node.gpus.free_total();
+        let free_after = (node.gpu_state().free_total() - cycle.request.total_milli() as i64).max(0);
         let mut out = vec![("fragmentation".to_string(), format!("{:.0}/{free}", e.before))];
         if let Some((devices, after)) = e.placed {
             out.push(("after".to_string(), format!("{after:.0}")));
@@ -275,7 +267,7 @@ impl ScorePlugin for GpuFragmentation {
         if let Some(cost) = e.gap_cost {
             out.push(("gapCost".to_string(), format!("{cost:.1}")));
         }
-        out.push(("freeAfter".to_string(), e.free_after.to_string()));
+        out.push(("freeAfter".to_string(), free_after.to_string()));
         out
     }
 }

@@ -149,47 +149,60 @@ impl ReservationBuffer {
             && s.requested_memory <= self.limit(s.allocatable_memory)
     }
 
-    fn pool(&self, info: &NodeInfo) -> Option<Arc<str>> {
-        let label = self.pool_label.as_deref().and_then(|k| info.node.labels.get(k));
-        match label {
-            Some(v) => Some(Arc::from(v.as_str())),
-            None => info.facts.gpu_model.clone(),
-        }
-    }
-
     /// How many of `nodes` GPU nodes keep the reserve: the percentage,
     /// rounded up.
     fn kept(&self, nodes: u32) -> u64 {
         (u64::from(nodes) * u64::from(self.kept_percent)).div_ceil(100)
     }
 
+    /// Whether `pod` would cross the line on some schedulable GPU node:
+    /// only then are the pools counted (the summaries alone tell).
+    fn crosses_somewhere(&self, pod: &Pod, snapshot: &Snapshot) -> bool {
+        let r = &pod.requests;
+        snapshot.summaries().iter().any(|s| {
+            s.has_gpus
+                && !s.unschedulable
+                && ((r.milli_cpu > 0 && s.requested_milli_cpu + r.milli_cpu > self.limit(s.allocatable_milli_cpu))
+                    || (r.memory > 0 && s.requested_memory + r.memory > self.limit(s.allocatable_memory)))
+        })
+    }
+
+    /// A node's pool without copying its name (`pool`, borrowed).
+    fn pool_of<'a>(&self, info: &'a NodeInfo) -> Option<&'a str> {
+        let label = self.pool_label.as_deref().and_then(|k| info.node.labels.get(k));
+        match label {
+            Some(v) => Some(v.as_str()),
+            None => info.facts.gpu_model.as_deref(),
+        }
+    }
+
+    /// Runs for every pod that takes GPUs, over every node: summaries
+    /// first, names borrowed, a handful of pools.
     fn count_pools(&self, snapshot: &Snapshot) -> GpuPools {
-        let mut out = GpuPools::default();
-        for i in 0..snapshot.nodes().len() {
-            let view = snapshot.view(i);
-            let s = view.summary();
+        let mut pools: Vec<(Option<&str>, u32, u32)> = Vec::new();
+        for (s, info) in snapshot.summaries().iter().zip(snapshot.nodes()) {
             if !s.has_gpus || s.unschedulable {
                 continue;
             }
-            let pool = self.pool(view.info());
+            let pool = self.pool_of(info);
             let whole = u32::from(self.whole(s));
-            match out.pools.iter_mut().find(|(p, _, _)| *p == pool) {
+            match pools.iter_mut().find(|(p, _, _)| *p == pool) {
                 Some(entry) => {
                     entry.1 += 1;
                     entry.2 += whole;
                 }
-                None => out.pools.push((pool, 1, whole)),
+                None => pools.push((pool, 1, whole)),
             }
         }
-        out
+        GpuPools { pools: pools.into_iter().map(|(p, n, w)| (p.map(Arc::from), n, w)).collect() }
     }
 
     /// Whether a pod that takes this GPU node's GPUs may fill its reserve:
     /// the node's pool keeps enough nodes whole without it.
     fn gpu_pod_may_fill(&self, state: &CycleState, node: &NodeView<'_>) -> bool {
         let Some(pools) = state.read::<GpuPools>() else { return false };
-        let pool = self.pool(node.info());
-        let Some(&(_, nodes, whole)) = pools.pools.iter().find(|(p, _, _)| *p == pool) else { return false };
+        let pool = self.pool_of(node.info());
+        let Some(&(_, nodes, whole)) = pools.pools.iter().find(|(p, _, _)| p.as_deref() == pool) else { return false };
         let others = whole.saturating_sub(u32::from(self.whole(node.summary())));
         u64::from(others) >= self.kept(nodes)
     }
@@ -241,7 +254,8 @@ impl PreFilterPlugin for ReservationBuffer {
     /// nodes with the reserve whole are counted once here.
     fn pre_filter(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot) -> (PreFilterResult, Status) {
         let exempt = pod.priority > self.max_priority || (pod.requests.milli_cpu == 0 && pod.requests.memory == 0);
-        if !exempt && self.kept_percent < 100 && state.pod_gpu(pod).wants_gpu() {
+        if !exempt && self.kept_percent < 100 && state.pod_gpu(pod).wants_gpu() && self.crosses_somewhere(pod, snapshot)
+        {
             state.write(self.count_pools(snapshot));
         }
         (PreFilterResult::default(), skip_if(exempt))
@@ -256,7 +270,9 @@ impl FilterPlugin for ReservationBuffer {
         // the line (critical pods in the reserve) still takes requests of 0.
         let cpu_over = r.milli_cpu > 0 && s.requested_milli_cpu + r.milli_cpu > self.limit(s.allocatable_milli_cpu);
         let memory_over = r.memory > 0 && s.requested_memory + r.memory > self.limit(s.allocatable_memory);
-        if !(cpu_over || memory_over) || (s.has_gpus && self.gpu_pod_may_fill(state, node)) {
+        // A cordoned node (that the pod tolerates) is not counted in its
+        // pool and keeps the line.
+        if !(cpu_over || memory_over) || (s.has_gpus && !s.unschedulable && self.gpu_pod_may_fill(state, node)) {
             return Status::success();
         }
         let reason = if cpu_over { &self.cpu_reason } else { &self.memory_reason };
@@ -480,5 +496,23 @@ mod tests {
             let got = p.as_filter().unwrap().filter(&state, &q, &snap.view(snap.position(target).unwrap()));
             assert_eq!(got.is_success(), *fits, "{name}: {got:?}");
         }
+    }
+
+    /// A cordoned GPU node a pod tolerates is not in its pool's count and
+    /// keeps the line, however many nodes of the pool are whole.
+    #[test]
+    fn a_cordoned_gpu_node_keeps_the_line() {
+        let p = plugin(serde_json::Value::Null);
+        let mut nodes: Vec<_> = (0..10)
+            .map(|i| node(&format!("n{i}")).capacity(10_000, 10 * GI).resource(GPU_RESOURCE, 8).build())
+            .collect();
+        nodes[0].unschedulable = true;
+        let snap = Snapshot::from_parts(nodes, vec![pod("on-n0").node("n0").req(1000, 0).arc()]);
+        let q = pod("p").req(9500, 0).resource(GPU_RESOURCE, 8).build();
+        let mut state = CycleState::new();
+        let _ = p.as_pre_filter().unwrap().pre_filter(&mut state, &q, &snap);
+        let filter = p.as_filter().unwrap();
+        assert!(!filter.filter(&state, &q, &snap.view(snap.position("n0").unwrap())).is_success());
+        assert!(filter.filter(&state, &q, &snap.view(snap.position("n1").unwrap())).is_success());
     }
 }

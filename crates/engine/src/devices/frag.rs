@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::gaps::GapBalance;
 use super::index::DeviceSet;
+use super::memo::{Candidates, FragMemo, MemoKey};
 use super::request::{GpuKind, GpuRequest};
 use super::shapes::{Group, TypicalShapes};
 use super::{GpuPlacement, MAX_DEVICES, MILLI_PER_GPU};
@@ -30,6 +31,9 @@ pub struct GpuState<'a> {
     pub memory_mib: Option<u64>,
     pub milli_cpu_left: i64,
     pub model: Option<&'a str>,
+    /// Where the node keeps its measures, with its cache generation: only
+    /// for a node's own state as the cache holds it.
+    pub memo: Option<(&'a FragMemo, u64)>,
 }
 
 const FULL: i32 = MILLI_PER_GPU as i32;
@@ -111,6 +115,8 @@ impl NodeInfo {
             memory_mib: self.gpus.memory_mib(),
             milli_cpu_left: self.node.allocatable.milli_cpu - self.requested.milli_cpu,
             model: self.facts.gpu_model.as_deref(),
+            // Generation 0: a NodeInfo outside a cache, changed in place.
+            memo: (self.generation != 0).then_some((&self.frag_memo, self.generation)),
         }
     }
 }
@@ -205,8 +211,17 @@ impl TypicalShapes {
             .sum::<i64>() as f64
     }
 
-    /// The node's fragmentation by `measure`.
+    /// The node's fragmentation by `measure`, remembered with the node.
     pub fn measure(&self, measure: Measure, s: &GpuState<'_>) -> f64 {
+        match s.memo {
+            Some((memo, generation)) => {
+                memo.before(MemoKey { generation, shapes: self.id(), measure }, || self.measure_now(measure, s))
+            }
+            None => self.measure_now(measure, s),
+        }
+    }
+
+    fn measure_now(&self, measure: Measure, s: &GpuState<'_>) -> f64 {
         match measure {
             Measure::Fgd => self.fragmentation(s),
             Measure::Stranded => self.stranded(s),
@@ -241,9 +256,10 @@ impl TypicalShapes {
             free_milli: &free_milli[..n],
             free_memory: if with_memory { &free_memory[..n] } else { &[] },
             milli_cpu_left: s.milli_cpu_left - milli_cpu,
+            memo: None,
             ..*s
         };
-        self.measure(measure, &after)
+        self.measure_now(measure, &after)
     }
 }
 
@@ -260,6 +276,23 @@ fn per_device(request: &GpuRequest, s: &GpuState<'_>) -> (i32, i64) {
         GpuKind::Whole { .. } => (FULL, s.memory_mib.map_or(0, |m| m as i64)),
         GpuKind::Share { milli, memory_mib } => (milli as i32, memory_mib as i64),
         GpuKind::None | GpuKind::Slices { .. } => (0, 0),
+    }
+}
+
+/// Whether the pod fits the node's devices: `fitting_devices(..).is_some()`
+/// without listing them (filters ask it of every node).
+pub fn fits(s: &GpuState<'_>, request: &GpuRequest) -> bool {
+    if request.wants_devices() && !request.accepts_model(s.model) {
+        return false;
+    }
+    match request.kind {
+        GpuKind::Whole { count } => {
+            count == 0 || (0..s.free_milli.len()).filter(|&i| s.is_free(i)).nth(count as usize - 1).is_some()
+        }
+        GpuKind::Share { milli, memory_mib } => {
+            (0..s.free_milli.len()).any(|i| s.fits_share(i, milli as i32, memory_mib as i64))
+        }
+        GpuKind::None | GpuKind::Slices { .. } => true,
     }
 }
 
@@ -290,7 +323,9 @@ pub fn fitting_devices(s: &GpuState<'_>, request: &GpuRequest) -> Option<DeviceS
 /// [`super::gaps`]), then by the measure.
 /// Ties go to the fullest device (best fit), then the lowest index. Whole
 /// GPUs take the lowest free indices: any free devices leave the same
-/// state. None when the pod does not fit.
+/// state. None when the pod does not fit. The choices and their measures
+/// are remembered with the node ([`super::memo`]); the gap costs, which
+/// depend on the whole cluster, are computed each time.
 pub fn least_fragmenting(
     measure: Measure,
     s: &GpuState<'_>,
@@ -299,47 +334,112 @@ pub fn least_fragmenting(
     shapes: &TypicalShapes,
     gaps: Option<&GapBalance>,
 ) -> Option<(DeviceSet, f64, Option<f64>)> {
-    let fit = fitting_devices(s, request)?;
+    placement_effect(measure, s, request, milli_cpu, shapes, gaps).1
+}
+
+/// The node's measure now, and `least_fragmenting`'s answer: what a
+/// score asks of each node, the two from one look at the node's memo.
+pub fn placement_effect(
+    measure: Measure,
+    s: &GpuState<'_>,
+    request: &GpuRequest,
+    milli_cpu: i64,
+    shapes: &TypicalShapes,
+    gaps: Option<&GapBalance>,
+) -> (f64, Option<(DeviceSet, f64, Option<f64>)>) {
+    if request.wants_devices() && !request.accepts_model(s.model) {
+        return (shapes.measure(measure, s), None);
+    }
     let (milli, memory) = per_device(request, s);
+    let before = || shapes.measure_now(measure, s);
+    let compute = || candidates(measure, s, request, milli, memory, milli_cpu, shapes);
+    let pick = |b: f64, c: &[(DeviceSet, f64)]| (b, pick_candidate(s, request, milli, gaps, c));
+    match s.memo {
+        Some((memo, generation)) => {
+            let count = match request.kind {
+                GpuKind::Whole { count } => count,
+                GpuKind::Share { .. } => 1,
+                GpuKind::None | GpuKind::Slices { .. } => 0,
+            };
+            let key = MemoKey { generation, shapes: shapes.id(), measure };
+            memo.candidates(key, (milli, memory, count, milli_cpu), before, compute, pick)
+        }
+        None => pick(before(), &compute()),
+    }
+}
+
+/// What `request` may take on the node and the measure after each choice
+/// (see [`Candidates`]): for a share, the first device of each distinct
+/// state it fits (devices in the same state leave the same measure); for
+/// whole GPUs, the lowest free indices (any free devices leave the same
+/// state); for no devices, none.
+fn candidates(
+    measure: Measure,
+    s: &GpuState<'_>,
+    request: &GpuRequest,
+    milli: i32,
+    memory: i64,
+    milli_cpu: i64,
+    shapes: &TypicalShapes,
+) -> Candidates {
+    let Some(fit) = fitting_devices(s, request) else { return Vec::new() };
+    let after = |devices: DeviceSet| shapes.fragmentation_after(measure, s, devices, milli, memory, milli_cpu);
     match request.kind {
         GpuKind::Share { .. } => {
-            // (device, gap cost, fragmentation after)
-            let mut best: Option<(usize, Option<f64>, f64)> = None;
-            // Devices in the same state leave the same fragmentation: one
-            // evaluation per distinct state.
-            let mut seen: [(i32, i64); MAX_DEVICES] = [(0, 0); MAX_DEVICES];
-            let mut distinct = 0;
+            let mut out: Candidates = Vec::new();
+            let state = |i: usize| (s.free_milli[i], s.free_memory.get(i).copied().unwrap_or(0));
             for i in fit.iter() {
-                let key = (s.free_milli[i], s.free_memory.get(i).copied().unwrap_or(0));
-                if seen[..distinct].contains(&key) {
-                    continue;
-                }
-                seen[distinct] = key;
-                distinct += 1;
-                let f = shapes.fragmentation_after(measure, s, DeviceSet::single(i), milli, memory, milli_cpu);
-                let c = gaps.map(|g| g.cost(s.free_milli[i], milli));
-                let better = match best {
-                    None => true,
-                    Some((j, d, g)) => {
-                        let (c, d) = (c.unwrap_or(0.0), d.unwrap_or(0.0));
-                        c < d - 1e-9
-                            || (c <= d + 1e-9 && (f < g - 1e-9 || (f <= g + 1e-9 && s.free_milli[i] < s.free_milli[j])))
-                    }
-                };
-                if better {
-                    best = Some((i, c, f));
+                let seen = out.iter().any(|(d, _)| d.iter().next().is_some_and(|j| state(j) == state(i)));
+                if !seen {
+                    out.push((DeviceSet::single(i), after(DeviceSet::single(i))));
                 }
             }
-            best.map(|(i, c, f)| (DeviceSet::single(i), f, c))
+            out
         }
         GpuKind::Whole { count } => {
             let devices: DeviceSet = fit.iter().take(count as usize).collect();
-            Some((devices, shapes.fragmentation_after(measure, s, devices, milli, memory, milli_cpu), None))
+            vec![(devices, after(devices))]
         }
-        GpuKind::None | GpuKind::Slices { .. } => {
-            Some((DeviceSet::EMPTY, shapes.fragmentation_after(measure, s, DeviceSet::EMPTY, 0, 0, milli_cpu), None))
+        GpuKind::None | GpuKind::Slices { .. } => vec![(DeviceSet::EMPTY, after(DeviceSet::EMPTY))],
+    }
+}
+
+/// The best of the candidates: for a share, the lowest gap cost (with
+/// the balance), then the least measure, then the fullest device, then
+/// the lowest index.
+fn pick_candidate(
+    s: &GpuState<'_>,
+    request: &GpuRequest,
+    milli: i32,
+    gaps: Option<&GapBalance>,
+    candidates: &[(DeviceSet, f64)],
+) -> Option<(DeviceSet, f64, Option<f64>)> {
+    if !matches!(request.kind, GpuKind::Share { .. }) {
+        return candidates.first().map(|&(d, f)| (d, f, None));
+    }
+    // (device, gap cost, fragmentation after); without the balance every
+    // cost is 0.
+    let mut best: Option<(usize, f64, f64)> = None;
+    let table = gaps.map(|g| (g, g.costs(milli)));
+    for &(devices, f) in candidates {
+        let Some(i) = devices.iter().next() else { continue };
+        let c = match table {
+            Some((_, Some(costs))) => costs[s.free_milli[i].clamp(0, FULL) as usize],
+            Some((g, None)) => g.cost(s.free_milli[i], milli),
+            None => 0.0,
+        };
+        let better = match best {
+            None => true,
+            Some((j, d, g)) => {
+                c < d - 1e-9
+                    || (c <= d + 1e-9 && (f < g - 1e-9 || (f <= g + 1e-9 && s.free_milli[i] < s.free_milli[j])))
+            }
+        };
+        if better {
+            best = Some((i, c, f));
         }
     }
+    best.map(|(i, c, f)| (DeviceSet::single(i), f, gaps.map(|_| c)))
 }
 
 /// How devices are chosen inside a node: the profile's placement and,
@@ -422,6 +522,7 @@ pub fn cluster_fragmentation<'a>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::request::GpuModels;
     use super::super::shapes::Shape;
     use super::*;
     use std::sync::Arc;
@@ -435,7 +536,34 @@ mod tests {
     }
 
     fn state<'a>(free: &'a [i32], cpu_left: i64, model: Option<&'a str>) -> GpuState<'a> {
-        GpuState { free_milli: free, free_memory: &[], memory_mib: None, milli_cpu_left: cpu_left, model }
+        GpuState { free_milli: free, free_memory: &[], memory_mib: None, milli_cpu_left: cpu_left, model, memo: None }
+    }
+
+    /// `fits` says what `fitting_devices` says, on every request against
+    /// every node of a small table.
+    #[test]
+    fn fits_agrees_with_fitting_devices() {
+        let a100: GpuModels = Arc::from(vec![Arc::from("a100")]);
+        let requests = [
+            GpuRequest::whole(0),
+            GpuRequest::whole(1),
+            GpuRequest::whole(2),
+            GpuRequest::whole(3),
+            GpuRequest::share(300, 0),
+            GpuRequest::share(800, 0),
+            GpuRequest::share(1000, 0),
+            GpuRequest { models: Some(a100), ..GpuRequest::whole(1) },
+            GpuRequest::default(),
+        ];
+        let frees: [&[i32]; 5] = [&[], &[1000, 1000], &[1000, 300], &[700, 200, 0], &[1000, 1000, 1000]];
+        for free in frees {
+            for model in [None, Some("a100"), Some("t4")] {
+                let s = state(free, 8000, model);
+                for r in &requests {
+                    assert_eq!(fits(&s, r), fitting_devices(&s, r).is_some(), "{r:?} on {free:?} {model:?}");
+                }
+            }
+        }
     }
 
     /// The paper's definition on hand-made nodes.
@@ -575,6 +703,7 @@ mod tests {
             memory_mib: Some(16_000),
             milli_cpu_left: 1000,
             model: None,
+            memo: None,
         };
         assert_eq!(s.free_total(), 625 + 250);
         assert!((t.fragmentation(&s) - 250.0).abs() < 1e-9);
@@ -630,6 +759,7 @@ mod tests {
             memory_mib: Some(16_000),
             milli_cpu_left: 0,
             model: None,
+            memo: None,
         };
         // Device 1 has lent half its memory: not free.
         let got = choose_devices(

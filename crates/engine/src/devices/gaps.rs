@@ -24,7 +24,7 @@
 //! not count at all (counting them would keep shares from their best
 //! partner only because pairs like it are common).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::MILLI_PER_GPU;
 use super::shapes::TypicalShapes;
@@ -66,12 +66,23 @@ impl GapHistogram {
 }
 
 /// One cycle's view of the gaps, for the cost of a share's placement.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct GapBalance {
+    /// The costs of one share size on every device state (`cost`, by
+    /// free thousandths), filled at its first use: a decision asks for
+    /// one size on thousands of devices in a few states.
+    table: OnceLock<(i32, Vec<f64>)>,
     /// Whose `live_fill` says what live share sizes can fill of a gap.
     shapes: Arc<TypicalShapes>,
     /// Partly used devices by the live part of their gap.
     by_fill: Vec<u32>,
+}
+
+/// The table is a cache of `cost`: equal balances cost alike.
+impl PartialEq for GapBalance {
+    fn eq(&self, other: &Self) -> bool {
+        self.shapes == other.shapes && self.by_fill == other.by_fill
+    }
 }
 
 impl GapBalance {
@@ -85,13 +96,28 @@ impl GapBalance {
         for (free, &n) in gaps.counts.iter().enumerate() {
             by_fill[usize::from(fill[free])] += n;
         }
-        Some(GapBalance { shapes: shapes.clone(), by_fill })
+        Some(GapBalance { table: OnceLock::new(), shapes: shapes.clone(), by_fill })
     }
 
     /// The cost of a share of `milli` on a device with `free` thousandths
     /// free (at least `milli`; 1000 is a fully free device). Lower is
     /// better; negative when the placement evens the gaps out.
     pub fn cost(&self, free: i32, milli: i32) -> f64 {
+        match self.costs(milli) {
+            Some(costs) => costs[free.clamp(0, N as i32) as usize],
+            None => self.cost_now(free, milli),
+        }
+    }
+
+    /// `cost(free, milli)` for every `free` from 0 to 1000, when `milli`
+    /// is the size this balance was first asked for.
+    pub fn costs(&self, milli: i32) -> Option<&[f64]> {
+        let (size, costs) =
+            self.table.get_or_init(|| (milli, (0..=N as i32).map(|f| self.cost_now(f, milli)).collect()));
+        (*size == milli).then_some(costs.as_slice())
+    }
+
+    fn cost_now(&self, free: i32, milli: i32) -> f64 {
         let free = free.clamp(0, N as i32) as usize;
         let after = free.saturating_sub(milli.max(0) as usize);
         // A fully free device has no gap; a full one neither.

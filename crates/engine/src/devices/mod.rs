@@ -17,6 +17,7 @@
 pub mod frag;
 pub mod gaps;
 pub mod index;
+pub mod memo;
 pub mod node;
 pub mod request;
 pub mod shapes;

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -274,8 +275,11 @@ impl ShapeStats {
 /// The typical shapes with their probabilities (summing to 1), grouped
 /// for a fast fragmentation measure: one group per GPU part, with the
 /// probability of its shapes by cpu request.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct TypicalShapes {
+    /// Tells builds apart for the nodes' remembered measures
+    /// ([`super::memo`]); unique in the process, 0 for no shapes.
+    id: u64,
     shapes: Vec<(Shape, f64)>,
     /// Sum of the probabilities (1, or 0 without shapes).
     pub(super) total: f64,
@@ -290,6 +294,21 @@ pub struct TypicalShapes {
     /// least [`LIVE_SHARE`] of the typical shares) at most g; empty
     /// without share shapes.
     live_fill: Vec<u16>,
+}
+
+/// The next `TypicalShapes::id`.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Equal shapes measure alike, whichever build they come from.
+impl PartialEq for TypicalShapes {
+    fn eq(&self, other: &Self) -> bool {
+        self.shapes == other.shapes
+            && self.total == other.total
+            && self.groups == other.groups
+            && self.residue == other.residue
+            && self.share_cpu == other.share_cpu
+            && self.live_fill == other.live_fill
+    }
 }
 
 /// A share size is live, for the gap balance, when at least this part of
@@ -405,7 +424,20 @@ impl TypicalShapes {
         let share_total: f64 = by_size.iter().map(|(_, p)| p).sum();
         let live: Vec<i32> = by_size.iter().filter(|(_, p)| *p >= LIVE_SHARE * share_total).map(|(m, _)| *m).collect();
         let live_fill = residues(&live).iter().enumerate().map(|(g, r)| g as u16 - r).collect();
-        TypicalShapes { total: shapes.iter().map(|(_, p)| p).sum(), shapes, groups, residue, share_cpu, live_fill }
+        TypicalShapes {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            total: shapes.iter().map(|(_, p)| p).sum(),
+            shapes,
+            groups,
+            residue,
+            share_cpu,
+            live_fill,
+        }
+    }
+
+    /// Which build these shapes are (see the field).
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// What live share sizes can fill of each gap, 0–1000 (see
