@@ -11,6 +11,7 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 use crate::cache::{NodeList, Snapshot};
+use crate::config::TieBreak;
 use crate::explain::{DecisionRecord, Detail, FitError, ScoreColumn};
 use crate::extender::{Extender, ExtenderError, MAX_EXTENDER_PRIORITY};
 use crate::framework::{
@@ -86,6 +87,9 @@ pub struct Algorithm {
     percentage_of_nodes_to_score: u32,
     next_start_node_index: usize,
     rng: StdRng,
+    /// The seed, for `tieBreak: nodeOrder`'s order (drawing it from `rng`
+    /// would change the random ties of every other profile).
+    seed: u64,
     /// Times extension points for metrics, when the caller wants them.
     instrument: Option<Arc<dyn Instrument>>,
     explain_details: ExplainDetails,
@@ -124,6 +128,7 @@ impl Algorithm {
             percentage_of_nodes_to_score,
             next_start_node_index: 0,
             rng: StdRng::seed_from_u64(seed),
+            seed,
             instrument: None,
             explain_details: ExplainDetails::None,
             extenders: Vec::new(),
@@ -467,7 +472,10 @@ impl Algorithm {
         if !self.extenders.is_empty() {
             self.extender_scores(pod, snap, &feasible, &mut columns, &mut totals);
         }
-        let best = self.select_host(&totals);
+        let best = match profile.tie_break {
+            TieBreak::Random => self.select_host(&totals),
+            TieBreak::NodeOrder => select_in_order(&totals, |i| all[feasible[i]].name(), self.seed),
+        };
         let node = all[feasible[best]].name().to_string();
         if self.explains(&record.pod) {
             record.details = details(profile, &filters, state, pod, NodeList::new(snap, &feasible));
@@ -580,6 +588,39 @@ impl Algorithm {
         }
         best
     }
+}
+
+/// Highest total wins; ties go to the node first in a fixed order drawn
+/// from `seed` (`tieBreak: nodeOrder`): each node's place is a hash of its
+/// name and the seed, so the order is the same for every decision, as a
+/// seeded permutation of the nodes would be, and nodes added later take
+/// their place in it.
+fn select_in_order<'a>(totals: &[f64], name: impl Fn(usize) -> &'a str, seed: u64) -> usize {
+    let mut best: Option<(usize, (u64, &str))> = None;
+    for (i, &t) in totals.iter().enumerate() {
+        let key = (node_rank(name(i), seed), name(i));
+        let better = match best {
+            None => true,
+            Some((b, k)) => t > totals[b] || (t == totals[b] && key < k),
+        };
+        if better {
+            best = Some((i, key));
+        }
+    }
+    best.map_or(0, |(i, _)| i)
+}
+
+/// A node's place in the seeded order: FNV-1a over the name, mixed with
+/// the seed by splitmix64's finaliser (stable across platforms and runs).
+fn node_rank(name: &str, seed: u64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    let mut z = h ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// Whether the node at `position` has pods nominated there that `pod`
@@ -781,8 +822,44 @@ mod tests {
             bind: vec![],
             post_bind: vec![],
             gpu_placement: Default::default(),
+            tie_break: Default::default(),
             policy_switch: None,
             policy_rule: None,
+        }
+    }
+
+    /// `tieBreak: nodeOrder`: the best total first, then the node first in
+    /// the seed's order, the same for every decision.
+    #[test]
+    fn node_order_ties_are_fixed_by_the_seed() {
+        let names: Vec<String> = (0..20).map(|i| format!("n{i}")).collect();
+        let rank = |i: usize, seed: u64| node_rank(&names[i], seed);
+        let first = |candidates: &[usize], seed: u64| *candidates.iter().min_by_key(|&&i| rank(i, seed)).unwrap();
+        // (totals, the candidates for the pick)
+        let cases: Vec<(Vec<f64>, Vec<usize>)> = vec![
+            (vec![0.0; 20], (0..20).collect()),
+            ((0..20).map(|i| if i % 3 == 0 { 2.0 } else { 1.0 }).collect(), (0..20).step_by(3).collect()),
+            ((0..20).map(|i| if i == 7 { 5.0 } else { 1.0 }).collect(), vec![7]),
+        ];
+        for seed in [1, 42, 43] {
+            for (totals, candidates) in &cases {
+                let got = select_in_order(totals, |i| names[i].as_str(), seed);
+                assert_eq!(got, first(candidates, seed), "seed {seed}, {candidates:?}");
+            }
+        }
+        let picks: std::collections::BTreeSet<usize> =
+            (0..16).map(|seed| select_in_order(&[0.0; 20], |i| names[i].as_str(), seed)).collect();
+        assert!(picks.len() > 4, "the order depends on the seed: {picks:?}");
+        // Through a decision: every node ties (no score plugin); the same
+        // node wins every time, as under no other tie-break.
+        let mut profile = tiers_profile(None);
+        profile.tie_break = TieBreak::NodeOrder;
+        let snap = Snapshot::from_parts(names.iter().map(|n| node(n).build()).collect(), vec![]);
+        let mut algo = Algorithm::new(100, 42);
+        let want = names[first(&(0..20).collect::<Vec<_>>(), 42)].clone();
+        for _ in 0..5 {
+            let d = algo.schedule(&profile, &mut CycleState::new(), &pod("p").build(), &snap);
+            assert_eq!(d.result.map(|r| r.node).ok(), Some(want.clone()));
         }
     }
 

@@ -204,6 +204,14 @@ impl Cache {
         }
     }
 
+    /// Counts a workload known in advance for the typical GPU shapes,
+    /// when they are learned from it (`gpuShapes.learnFrom: workload`).
+    pub fn observe_workload<'a>(&mut self, pods: impl IntoIterator<Item = &'a Pod>) {
+        if self.shapes.observe_workload(pods) {
+            self.shapes_generation += 1;
+        }
+    }
+
     /// The typical pod shapes as learned so far.
     pub fn gpu_shapes(&self) -> &Arc<TypicalShapes> {
         self.shapes.typical()

@@ -327,9 +327,13 @@ pub struct ProfileConfig {
     /// Holding nodes for GPU pods that have waited too long.
     #[serde(default)]
     pub starvation_guard: crate::starvation::StarvationGuardConfig,
-    /// How GPU pods are placed: `fragmentation`, `binpack` or `spread`.
+    /// How GPU pods are placed: `fragmentation`, `binpack` or `spread`
+    /// (or `fgd`, the FGD paper's policy, a reference).
     #[serde(default)]
     pub gpu_placement: GpuPlacement,
+    /// How nodes with the same best score are chosen between.
+    #[serde(default)]
+    pub tie_break: TieBreak,
     /// Other placements and weights, picked by the cluster's load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_switch: Option<crate::policy_switch::PolicySwitchConfig>,
@@ -350,9 +354,24 @@ impl Default for ProfileConfig {
             node_selector: None,
             starvation_guard: crate::starvation::StarvationGuardConfig::default(),
             gpu_placement: GpuPlacement::default(),
+            tie_break: TieBreak::default(),
             policy_switch: None,
         }
     }
+}
+
+/// How the nodes with the best total score are chosen between (a
+/// profile's `tieBreak`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TieBreak {
+    /// Uniformly at random, per decision (kube-scheduler's selectHost).
+    #[default]
+    Random,
+    /// The node first in an order drawn once from the seed, the same for
+    /// every decision: the FGD paper's simulator prefixes each node's name
+    /// with its place in a seeded permutation and breaks ties by name.
+    NodeOrder,
 }
 
 /// Plugins enabled and disabled per extension point; `multiPoint` applies
@@ -698,6 +717,22 @@ mod tests {
         assert_eq!(cfg.profiles[0].scheduler_name, "gpu-scheduler");
     }
 
+    /// The FGD reference's settings (bench/openb/fgd-config.yaml).
+    #[test]
+    fn fgd_reference_settings() {
+        let yaml =
+            format!("{HEAD}gpuShapes:\n  learnFrom: workload\nprofiles:\n- gpuPlacement: fgd\n  tieBreak: nodeOrder\n");
+        let cfg = parse(&yaml).unwrap();
+        assert_eq!(cfg.gpu_shapes.learn_from, crate::devices::shapes::LearnFrom::Workload);
+        assert_eq!(
+            (cfg.profiles[0].gpu_placement, cfg.profiles[0].tie_break),
+            (GpuPlacement::Fgd, TieBreak::NodeOrder)
+        );
+        let defaults = Configuration::default();
+        assert_eq!(defaults.gpu_shapes.learn_from, crate::devices::shapes::LearnFrom::Arrivals);
+        assert_eq!(defaults.profiles[0].tie_break, TieBreak::Random);
+    }
+
     #[test]
     fn errors_name_the_field() {
         let cases: &[(&str, &str, &str)] = &[
@@ -727,6 +762,9 @@ mod tests {
                 "profiles[1].schedulerName",
             ),
             ("unknown profile field", "profiles:\n- schedulerNam: a\n", "profiles[0]"),
+            ("unknown tie-break", "profiles:\n- tieBreak: first\n", "profiles[0].tieBreak"),
+            ("unknown placement", "profiles:\n- gpuPlacement: fgdx\n", "profiles[0].gpuPlacement"),
+            ("unknown shapes source", "gpuShapes:\n  learnFrom: future\n", "gpuShapes.learnFrom"),
             ("bad duration", "leaderElection:\n  leaseDuration: soon\n", "leaderElection.leaseDuration"),
             (
                 "renew not below lease",

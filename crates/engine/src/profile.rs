@@ -71,6 +71,8 @@ pub struct Profile {
     /// How GPU pods are placed (`gpuPlacement`): read by the GPU score
     /// plugins from the cycle state, and used to pick devices at assume.
     pub gpu_placement: GpuPlacement,
+    /// How nodes with the same best score are chosen between (`tieBreak`).
+    pub tie_break: crate::config::TieBreak,
     /// The profile as each `policySwitch` rule changes it; None without rules.
     pub policy_switch: Option<Arc<PolicySwitch>>,
     /// In such a variant, the rule it is built for.
@@ -314,6 +316,7 @@ fn build_profile(
         bind,
         post_bind: take("postBind"),
         gpu_placement: cfg.gpu_placement,
+        tie_break: cfg.tie_break,
     })
 }
 

@@ -46,10 +46,11 @@ impl Plugin for GpuBinpack {
 }
 
 impl PreScorePlugin for GpuBinpack {
-    /// Active for pods taking devices in binpack and spread profiles.
+    /// Active for pods taking devices in binpack and spread profiles
+    /// (fragmentation and fgd have scores of their own).
     fn pre_score(&self, state: &mut CycleState, pod: &Pod, nodes: NodeList<'_>) -> Status {
         let placement = state.read::<GpuPlacement>().copied().unwrap_or_default();
-        let skip = placement == GpuPlacement::Fragmentation
+        let skip = !matches!(placement, GpuPlacement::Binpack | GpuPlacement::Spread)
             || !state.pod_gpu(pod).wants_devices()
             || nodes.snapshot().fact_counts().gpus == 0;
         state.write(Spread(placement == GpuPlacement::Spread));
@@ -120,6 +121,7 @@ mod tests {
             GpuBinpack.pre_score(&mut state, &pod("p").with(|p| p.gpu = gpu).build(), snap.node_list()).is_skip()
         };
         assert!(skip(None, GpuRequest::whole(1)), "fragmentation is the default");
+        assert!(skip(Some(GpuPlacement::Fgd), GpuRequest::whole(1)), "FgdScore's");
         assert!(skip(Some(GpuPlacement::Binpack), GpuRequest::default()), "no GPU");
         assert!(!skip(Some(GpuPlacement::Spread), GpuRequest::whole(1)));
         let e = GpuBinpack.score(&CycleState::new(), &pod("p").build(), &snap.view(0)).unwrap_err();

@@ -257,12 +257,16 @@ pub fn trace_scheduler(
     for q in crate::openb::queues(pods) {
         sched.on_queue_upsert(q, 0);
     }
-    let converted = pods
+    let converted: Vec<Pod> = pods
         .iter()
         .map(|p| {
             convert::pod_from_k8s(&p.to_k8s(&scheduler_name)).map_err(|e| engine_error(format!("pod {}", p.name), e))
         })
         .collect::<Result<_, _>>()?;
+    // The trace is the workload, known in advance: the typical GPU shapes
+    // come from it when the configuration says so (`gpuShapes.learnFrom:
+    // workload`, the FGD paper's protocol); otherwise this does nothing.
+    sched.observe_workload(&converted);
     Ok((sched, converted))
 }
 
@@ -357,6 +361,25 @@ mod tests {
         let half = arrival_order(&pods, 10_000, &ReplayOptions { seed: 42, inflate: 0.5 });
         assert_eq!(half.len(), 5);
         assert!(half.iter().all(|(_, c)| c.is_none()));
+    }
+
+    /// The trace is counted for the typical shapes before the first pod
+    /// only when they are learned from the workload (FGD's protocol).
+    #[test]
+    fn the_workload_is_counted_when_shapes_are_learned_from_it() {
+        use engine::devices::shapes::LearnFrom;
+        let nodes =
+            vec![TraceNode { name: "n0".into(), milli_cpu: 64_000, memory_mib: 1 << 18, gpus: 8, model: "G2".into() }];
+        let pods = vec![trace_pod("a", 1, 500), trace_pod("b", 1, 500), trace_pod("c", 0, 0)];
+        // (learnFrom, pods counted besides the default prior's two)
+        for (learn_from, counted) in [(LearnFrom::Arrivals, 0.0), (LearnFrom::Workload, 3.0)] {
+            let mut cfg = Configuration::default();
+            cfg.gpu_shapes.learn_from = learn_from;
+            let registry = plugins::registry();
+            let (sched, _) = trace_scheduler(&nodes, &pods, &cfg, &registry, &plugins::default_plugins(), 42).unwrap();
+            let seen: f64 = sched.cache().gpu_shapes().seen().iter().map(|(_, w)| w).sum();
+            assert!((seen - 2.0 - counted).abs() < 1e-3, "{learn_from:?}: {seen}");
+        }
     }
 
     #[test]

@@ -197,3 +197,14 @@ fn critical_pods_find_room_and_the_reserve_strands_no_gpus() {
         allocated[1]
     );
 }
+
+/// The FGD reference's configuration (docs/BENCHMARKS.md, "A faithful
+/// FGD") replays: everything fits at 5 %, and the seed decides the run.
+#[test]
+fn the_fgd_reference_replays() {
+    let path = trace_dir().join("fgd-config.yaml");
+    let cfg = config::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let r = run("gpushare40", &cfg, 0.05, 42);
+    assert_eq!((r.failed.total(), r.allocated_milli), (0, r.arrived_milli), "{:?}", r.failed);
+    assert_eq!(r, run("gpushare40", &cfg, 0.05, 42));
+}

@@ -12,8 +12,10 @@
 //! Fragmentation ([`frag`]) is measured as in the FGD paper against the
 //! typical pod shapes ([`shapes`]), which the cache learns from the pods it
 //! sees. The same measure scores nodes (the GpuFragmentation plugin) and
-//! picks the devices inside the chosen node ([`choose_devices`]).
+//! picks the devices inside the chosen node ([`choose_devices`]). The FGD
+//! paper's own policy, kept as a reference, is [`fgd`].
 
+pub mod fgd;
 pub mod frag;
 pub mod gaps;
 pub mod index;
@@ -65,6 +67,9 @@ pub enum GpuPlacement {
     Binpack,
     /// Worst fit: the node and device with the most GPU left after the pod.
     Spread,
+    /// The FGD paper's policy as its simulator runs it (FgdScore, [`fgd`]):
+    /// a reference to compare placements against.
+    Fgd,
 }
 
 impl GpuPlacement {
@@ -73,25 +78,37 @@ impl GpuPlacement {
             GpuPlacement::Fragmentation => "fragmentation",
             GpuPlacement::Binpack => "binpack",
             GpuPlacement::Spread => "spread",
+            GpuPlacement::Fgd => "fgd",
         }
     }
 }
 
 /// The devices `pod` gets on `node` of `snapshot` (the one its decision
 /// saw), chosen as `how` says (the measure and gap balance
-/// GpuFragmentation scored with); None when it takes no device.
+/// GpuFragmentation scored with; for `fgd`, FGD's typical pods FgdScore
+/// scored with, else derived here); None when it takes no device.
 pub fn assign(
     snapshot: &crate::cache::Snapshot,
     pod: &crate::model::Pod,
     node: &str,
     how: frag::DeviceChoice<'_>,
+    fgd_shapes: Option<&fgd::FgdShapes>,
 ) -> Option<DeviceSet> {
     if !pod.gpu.wants_devices() {
         return None;
     }
     let info = snapshot.get(node)?;
     let shapes = snapshot.gpu_shapes();
-    choose_devices(&info.gpu_state(), &pod.gpu, pod.requests.milli_cpu, how, shapes).filter(|d| !d.is_empty())
+    let s = info.gpu_state();
+    let devices = if how.placement == GpuPlacement::Fgd {
+        match fgd_shapes {
+            Some(f) => fgd::choose_devices(&s, &pod.gpu, pod.requests.milli_cpu, f),
+            None => fgd::choose_devices(&s, &pod.gpu, pod.requests.milli_cpu, &fgd::FgdShapes::new(shapes)),
+        }
+    } else {
+        choose_devices(&s, &pod.gpu, pod.requests.milli_cpu, how, shapes)
+    };
+    devices.filter(|d| !d.is_empty())
 }
 
 /// Reads the node label [`LABEL_GPU_MEMORY`]: MiB per GPU, if set.
@@ -115,6 +132,7 @@ mod tests {
             (GpuPlacement::Fragmentation, "fragmentation"),
             (GpuPlacement::Binpack, "binpack"),
             (GpuPlacement::Spread, "spread"),
+            (GpuPlacement::Fgd, "fgd"),
         ] {
             assert_eq!(p.as_str(), name);
             assert_eq!(serde_json::to_value(p).unwrap(), serde_json::json!(name));

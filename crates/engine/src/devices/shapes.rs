@@ -68,6 +68,23 @@ pub struct GpuShapesConfig {
     /// seen just now, whatever the age of the others.
     #[serde(default = "default_prior")]
     pub prior: Vec<PriorShape>,
+    /// Which pods are counted: those that arrive (the default), or the
+    /// workload given in advance (FGD's typical pods come from the whole
+    /// trace: a replay counts its pod list before the first pod).
+    #[serde(default)]
+    pub learn_from: LearnFrom,
+}
+
+/// Where the typical shapes are learned from (`gpuShapes.learnFrom`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum LearnFrom {
+    /// Every pod when it is queued, or first seen bound.
+    #[default]
+    Arrivals,
+    /// Only a workload given in advance (`ShapeStats::observe_workload`);
+    /// without one, only the prior counts.
+    Workload,
 }
 
 /// One shape of the prior.
@@ -122,7 +139,12 @@ fn default_prior() -> Vec<PriorShape> {
 
 impl Default for GpuShapesConfig {
     fn default() -> Self {
-        GpuShapesConfig { coverage: default_coverage(), half_life_pods: default_half_life(), prior: default_prior() }
+        GpuShapesConfig {
+            coverage: default_coverage(),
+            half_life_pods: default_half_life(),
+            prior: default_prior(),
+            learn_from: LearnFrom::default(),
+        }
     }
 }
 
@@ -231,6 +253,32 @@ impl ShapeStats {
     /// should not pay for sorting every shape, and one more pod of a known
     /// shape moves the probabilities by less than that.
     pub fn observe(&mut self, pod: &Pod) -> bool {
+        if self.config.learn_from == LearnFrom::Workload {
+            return false;
+        }
+        self.count(pod)
+    }
+
+    /// Counts a workload known in advance, all at once, when the shapes
+    /// are learned from it (`learnFrom: workload`); returns whether the
+    /// typical shapes changed.
+    pub fn observe_workload<'a>(&mut self, pods: impl IntoIterator<Item = &'a Pod>) -> bool {
+        if self.config.learn_from != LearnFrom::Workload {
+            return false;
+        }
+        let before = self.seen;
+        for pod in pods {
+            self.count(pod);
+        }
+        if self.seen == before {
+            return false;
+        }
+        self.refresh();
+        true
+    }
+
+    /// Counts one pod, refreshing the typical shapes now and then.
+    fn count(&mut self, pod: &Pod) -> bool {
         let Some(shape) = Shape::of(pod) else { return false };
         let weight = self.weights.entry(shape).or_default();
         let new = *weight == 0.0;
@@ -281,6 +329,11 @@ pub struct TypicalShapes {
     /// ([`super::memo`]); unique in the process, 0 for no shapes.
     id: u64,
     shapes: Vec<(Shape, f64)>,
+    /// Every shape seen with its weight, before the cut (most frequent
+    /// first), and the coverage of the cut: other selections of typical
+    /// shapes (FGD's own, [`super::fgd`]) start from them.
+    seen: Vec<(Shape, f64)>,
+    coverage: f64,
     /// Sum of the probabilities (1, or 0 without shapes).
     pub(super) total: f64,
     pub(super) groups: Vec<Group>,
@@ -303,6 +356,8 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 impl PartialEq for TypicalShapes {
     fn eq(&self, other: &Self) -> bool {
         self.shapes == other.shapes
+            && self.seen == other.seen
+            && self.coverage == other.coverage
             && self.total == other.total
             && self.groups == other.groups
             && self.residue == other.residue
@@ -347,6 +402,7 @@ impl TypicalShapes {
         weighted.retain(|(_, w)| *w > 0.0 && w.is_finite());
         // Deterministic: by weight, then by shape.
         weighted.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let seen = weighted.clone();
         let sum: f64 = weighted.iter().map(|(_, w)| w).sum();
         let mut kept = 0.0;
         let mut n = 0;
@@ -373,7 +429,7 @@ impl TypicalShapes {
             }
         }
         if kept <= 0.0 {
-            return TypicalShapes::default();
+            return TypicalShapes { seen, coverage, ..TypicalShapes::default() };
         }
         let shapes: Vec<(Shape, f64)> = weighted.into_iter().map(|(s, w)| (s, w / kept)).collect();
         let mut groups: Vec<Group> = Vec::new();
@@ -428,6 +484,8 @@ impl TypicalShapes {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             total: shapes.iter().map(|(_, p)| p).sum(),
             shapes,
+            seen,
+            coverage,
             groups,
             residue,
             share_cpu,
@@ -449,6 +507,17 @@ impl TypicalShapes {
     /// The shapes with their probabilities, most frequent first.
     pub fn shapes(&self) -> &[(Shape, f64)] {
         &self.shapes
+    }
+
+    /// Every shape seen, with its weight (pods seen just now), most
+    /// frequent first: the shapes before the cut at [`Self::coverage`].
+    pub fn seen(&self) -> &[(Shape, f64)] {
+        &self.seen
+    }
+
+    /// The share of the weight the typical shapes cover (`gpuShapes.coverage`).
+    pub fn coverage(&self) -> f64 {
+        self.coverage
     }
 
     pub fn is_empty(&self) -> bool {
@@ -640,6 +709,36 @@ mod tests {
         // shares, two half-lives older, .64; the prior 1.
         assert!(cpu > prior && prior > share && share > 0.0, "{cpu} {prior} {share}");
         assert!((cpu + share + prior - 1.0).abs() < 1e-9);
+    }
+
+    /// `learnFrom: workload`: arrivals are not counted, the workload given
+    /// in advance is, at once; with `arrivals`, the other way round.
+    #[test]
+    fn shapes_learn_from_arrivals_or_the_workload() {
+        let workload: Vec<Pod> = [GpuRequest::share(500, 0), GpuRequest::share(500, 0), GpuRequest::default()]
+            .into_iter()
+            .map(|g| gpu_pod(1000, g))
+            .collect();
+        let arrival = gpu_pod(2000, GpuRequest::whole(1));
+        // (learnFrom, arrival counted, workload counted, typical shapes)
+        let cases = [
+            (LearnFrom::Arrivals, true, false, vec![(shape(2000, 1000, 1), 1.0)]),
+            (LearnFrom::Workload, false, true, vec![(shape(1000, 500, 1), 2.0 / 3.0), (shape(1000, 0, 0), 1.0 / 3.0)]),
+        ];
+        for (learn_from, arrival_counted, workload_counted, want) in cases {
+            let cfg = GpuShapesConfig { learn_from, half_life_pods: 0, prior: Vec::new(), ..Default::default() };
+            let mut s = ShapeStats::new(cfg);
+            assert_eq!(s.observe(&arrival), arrival_counted, "{learn_from:?}");
+            assert_eq!(s.observe_workload(&workload), workload_counted, "{learn_from:?}");
+            let got = s.typical().shapes();
+            assert_eq!(got.len(), want.len(), "{learn_from:?}: {got:?}");
+            for ((gs, gp), (ws, wp)) in got.iter().zip(&want) {
+                assert!(gs == ws && (gp - wp).abs() < 1e-12, "{learn_from:?}: {gs:?} {gp}");
+            }
+            let seen: f64 = s.typical().seen().iter().map(|(_, w)| w).sum();
+            assert_eq!(seen, if workload_counted { 3.0 } else { 1.0 });
+            assert_eq!(s.typical().coverage(), 0.95);
+        }
     }
 
     #[test]

@@ -586,6 +586,14 @@ impl Scheduler {
         self.fire(ClusterEvent::any(EventResource::Namespace), now);
     }
 
+    /// The workload to come, known in advance (a replay's pod list): the
+    /// typical GPU shapes are learned from it when the configuration says
+    /// so (`gpuShapes.learnFrom: workload`, as the FGD paper's simulator
+    /// does); otherwise ignored.
+    pub fn observe_workload<'a>(&mut self, pods: impl IntoIterator<Item = &'a Pod>) {
+        self.cache.observe_workload(pods);
+    }
+
     /// A pod was added or changed. Bound pods go to the cache (confirming
     /// an assumed one); pending pods of our profiles go to the queue;
     /// others are ignored.
@@ -1125,7 +1133,9 @@ impl Scheduler {
             measure: state.read::<crate::devices::frag::Measure>().copied().unwrap_or_default(),
             gaps: state.read::<crate::devices::gaps::GapBalance>(),
         };
-        assumed.gpu_devices = crate::devices::assign(&self.snapshot, &assumed, node, how);
+        // FgdScore leaves FGD's typical pods for the `fgd` placement.
+        let fgd = state.read::<Arc<crate::devices::fgd::FgdShapes>>().map(Arc::as_ref);
+        assumed.gpu_devices = crate::devices::assign(&self.snapshot, &assumed, node, how, fgd);
         let assumed = Arc::new(assumed);
         self.cache.assume_pod(assumed.clone()).map_err(|e| Status::error(e.to_string()))?;
         let mut reserved = Vec::new();
