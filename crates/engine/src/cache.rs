@@ -14,6 +14,7 @@ use thiserror::Error;
 
 use crate::config::Configuration;
 use crate::devices::gaps::GapHistogram;
+use crate::devices::kept::TypeCapacity;
 use crate::devices::{ShapeStats, TypicalShapes};
 use crate::disruption::Pdb;
 use crate::dra::{DeviceClass, DraObjects, PodAllocations, ResourceClaim, Slice};
@@ -816,6 +817,8 @@ impl Cache {
             snap.load.apply(info, 1);
             snap.gpu_gaps.apply(old, -1);
             snap.gpu_gaps.apply(info, 1);
+            snap.gpu_types.apply(old, -1);
+            snap.gpu_types.apply(info, 1);
             snap.nodes[i] = info.clone();
             let summary = info.summary();
             snap.fact_counts.apply(&snap.summaries[i], -1);
@@ -887,9 +890,11 @@ impl Cache {
         }
         snap.load = Load::default();
         snap.gpu_gaps = GapHistogram::default();
+        snap.gpu_types = TypeCapacity::default();
         for n in &order {
             snap.load.apply(n, 1);
             snap.gpu_gaps.apply(n, 1);
+            snap.gpu_types.apply(n, 1);
         }
         snap.names = order.iter().map(|n| n.name().to_string()).collect();
         snap.nodes = order;
@@ -959,6 +964,7 @@ pub struct Snapshot {
     load: Load,
     /// The partly used GPUs over `nodes`, by free share.
     gpu_gaps: GapHistogram,
+    gpu_types: TypeCapacity,
     /// Service stats by service identity (see [`ServiceStats`]).
     services: HashMap<String, Arc<ServiceStats>>,
     /// `nodes[i].name()`, shared with decision records: a record names its
@@ -1010,6 +1016,11 @@ impl Snapshot {
     /// The cluster's partly used GPUs by free share (the gap balance's counts).
     pub fn gpu_gaps(&self) -> &GapHistogram {
         &self.gpu_gaps
+    }
+
+    /// Free and total GPUs per node type, kept with the changed nodes.
+    pub fn gpu_types(&self) -> &TypeCapacity {
+        &self.gpu_types
     }
 
     /// Every node, in the scheduler's search order.
@@ -1385,9 +1396,12 @@ mod service_tests {
         cache.remove_pod("s3").unwrap();
         cache.update_snapshot(&mut snap);
         assert_eq!(snap.gpu_gaps().count(400), 2);
+        // 4 GPUs less 0.3 + 0.3 (a) and 0.6 (b, assumed).
+        assert_eq!(snap.gpu_types().free_total(), 4000 - 1200);
         let mut fresh = Snapshot::new();
         cache.update_snapshot(&mut fresh);
         assert_eq!(fresh.gpu_gaps(), snap.gpu_gaps());
+        assert_eq!(fresh.gpu_types(), snap.gpu_types());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! device inside the node is the one that adds the least (the choice the
 //! scheduler then makes when it assumes the pod).
 //!
-//! Three changes to FGD, each measured on Alibaba's trace (docs/BENCHMARKS.md):
+//! Four changes to FGD, each measured on Alibaba's trace (docs/BENCHMARKS.md):
 //!
 //! - a share goes first where its gap balances the cluster's gaps best
 //!   (`gapBalance`, on by default; [`engine::devices::gaps`]): the
@@ -18,6 +18,10 @@
 //!   cpu included (`measure: Stranded` alone), plus twice the slivers of
 //!   partly used devices that no mix of typical share sizes fills, where
 //!   FGD's (`measure: Fgd`) asks only whether one more pod fits;
+//! - a pod that also fits elsewhere leaves alone the nodes of the types
+//!   that the pods which fit nothing else will need ([`engine::devices::kept`]:
+//!   the GPU models that constrained shapes name, the nodes big enough
+//!   for the largest shapes): those rank below every other node;
 //! - nodes within `bandThousandths` of fragmentation of each other score
 //!   alike, 10 points per band below the best node, down to 45 (so that
 //!   GpuModel's preference, weighted more, still wins), and ties are
@@ -40,6 +44,7 @@ use std::sync::Arc;
 use engine::cache::{NodeList, NodeView};
 use engine::devices::frag::{Measure, placement_effect};
 use engine::devices::gaps::GapBalance;
+use engine::devices::kept::KeptTypes;
 use engine::devices::{DeviceSet, GpuKind, GpuPlacement, GpuRequest, MILLI_PER_GPU, TypicalShapes};
 use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
 use engine::model::Pod;
@@ -111,6 +116,19 @@ fn split_gap_score(raw: i64) -> (i64, i64) {
     (shifted.div_euclid(GAP_SCALE), shifted.rem_euclid(GAP_SCALE) - HALF)
 }
 
+/// Gap costs are clamped to ±`COST_LIMIT` (a share that does not fit costs
+/// it), so that a gap-balanced score stays within ±`TIER_SCALE / 4`.
+const COST_LIMIT: i64 = 1_000_000_000;
+/// Nodes of a type kept for other pods ([`engine::devices::kept`]) rank
+/// below every other node: their raw score is `TIER_SCALE` lower.
+const TIER_SCALE: i64 = 4 * COST_LIMIT * GAP_SCALE;
+
+/// A raw score's (tier: 0, or −1 on a kept type; the score within it).
+fn split_tier(raw: i64) -> (i64, i64) {
+    let shifted = raw.saturating_add(TIER_SCALE / 2);
+    (shifted.div_euclid(TIER_SCALE), shifted.rem_euclid(TIER_SCALE) - TIER_SCALE / 2)
+}
+
 /// What PreScore leaves for Score, read once per node: the typical
 /// shapes of this cycle, the gap balance (shares only) and the pod's GPU
 /// request.
@@ -118,6 +136,14 @@ struct Cycle {
     shapes: Arc<TypicalShapes>,
     gaps: Option<GapBalance>,
     request: GpuRequest,
+    /// Node types this pod should leave to pods that fit nothing else.
+    kept: Option<KeptTypes>,
+}
+
+impl Cycle {
+    fn keeps(&self, node: &NodeView<'_>) -> bool {
+        self.kept.as_ref().is_some_and(|k| k.keeps(node.info()))
+    }
 }
 
 pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsError> {
@@ -172,7 +198,8 @@ impl PreScorePlugin for GpuFragmentation {
             if let Some(g) = &gaps {
                 state.write(g.clone());
             }
-            state.write(Cycle { shapes: shapes.clone(), gaps, request });
+            let kept = KeptTypes::for_request(shapes, nodes.snapshot().gpu_types(), &request, pod.requests.milli_cpu);
+            state.write(Cycle { shapes: shapes.clone(), gaps, request, kept });
         }
         skip_if(skip)
     }
@@ -216,13 +243,15 @@ impl ScorePlugin for GpuFragmentation {
         let after = e.placed.map_or_else(|| e.before + node.gpus.free_total() as f64, |(_, f)| f);
         // The raw score: fragmentation removed, in thousandths.
         let removed = (e.before - after).round() as i64;
-        if cycle.gaps.is_none() {
-            return Ok(removed);
-        }
-        // Costs are whole numbers but for the dead space's tenths: rounded.
-        // No cost: the share does not fit, the worst of all.
-        let cost = e.gap_cost.map_or(i64::MAX / (2 * GAP_SCALE), |c| c.round() as i64);
-        Ok(removed.clamp(-HALF, HALF - 1) - cost.saturating_mul(GAP_SCALE))
+        let inner = if cycle.gaps.is_none() {
+            removed
+        } else {
+            // Costs are whole numbers but for the dead space's tenths:
+            // rounded. No cost: the share does not fit, the worst of all.
+            let cost = e.gap_cost.map_or(COST_LIMIT, |c| (c.round() as i64).clamp(-COST_LIMIT, COST_LIMIT));
+            removed.clamp(-HALF, HALF - 1) - cost * GAP_SCALE
+        };
+        Ok(if cycle.keeps(node) { inner - TIER_SCALE } else { inner })
     }
 
     fn has_normalize(&self) -> bool {
@@ -234,10 +263,17 @@ impl ScorePlugin for GpuFragmentation {
     /// lowest cost are banded; the others get [`MIN_SCORE`].
     fn normalize(&self, state: &CycleState, _pod: &Pod, scores: &mut [i64]) -> Status {
         let gaps = state.read::<GapBalance>().is_some();
-        // (−gap cost, fragmentation removed): higher is better in both.
-        let parts = |s: i64| if gaps { split_gap_score(s) } else { (0, s) };
-        // The best (balance, removed) in one pass: the highest balance, and
-        // the most removed at it.
+        // Most cycles keep no node type: no tier to split off then.
+        let tiers = state.read::<Cycle>().is_some_and(|c| c.kept.is_some());
+        // (tier and −gap cost, fragmentation removed): higher is better in
+        // each. The cost is within ±COST_LIMIT, so the tier weighs more.
+        let parts = |s: i64| {
+            let (tier, inner) = if tiers { split_tier(s) } else { (0, s) };
+            let (balance, removed) = if gaps { split_gap_score(inner) } else { (0, inner) };
+            (tier * 4 * COST_LIMIT + balance, removed)
+        };
+        // The best in one pass: the highest tier and balance, and the most
+        // removed at them.
         let Some((top, best)) = scores.iter().map(|&s| parts(s)).max() else { return Status::success() };
         for s in scores.iter_mut() {
             let (balance, removed) = parts(*s);
@@ -267,6 +303,9 @@ impl ScorePlugin for GpuFragmentation {
         if let Some(cost) = e.gap_cost {
             out.push(("gapCost".to_string(), format!("{cost:.1}")));
         }
+        if cycle.keeps(node) {
+            out.push(("keptForOthers".to_string(), "true".to_string()));
+        }
         out.push(("freeAfter".to_string(), free_after.to_string()));
         out
     }
@@ -277,7 +316,7 @@ mod tests {
     use super::*;
     use engine::cache::Snapshot;
     use engine::devices::GpuRequest;
-    use engine::facts::GPU_RESOURCE;
+    use engine::facts::{GPU_RESOURCE, LABEL_GPU_MODEL};
     use engine::framework::Code;
     use engine::testing::{node, pod};
 
@@ -455,6 +494,42 @@ mod tests {
         }
         assert!(plugin.as_score().unwrap().normalize(&state, &p, &mut raw).is_success());
         assert_eq!(raw, cases.map(|(_, want)| want));
+    }
+
+    /// Half the typical shapes name T4, which is a third of the free GPUs:
+    /// a pod that runs anywhere leaves the T4 node to them even where it
+    /// would fragment less; a pod naming T4 is not kept from it.
+    #[test]
+    fn nodes_kept_for_constrained_shapes_rank_last() {
+        let mut cache = engine::cache::Cache::new();
+        for (name, model) in [("t4", "T4"), ("v100-a", "V100"), ("v100-b", "V100")] {
+            let n = node(name).capacity(64_000, 256 << 30).resource(GPU_RESOURCE, 4).label(LABEL_GPU_MODEL, model);
+            cache.upsert_node(n.build());
+        }
+        // A half on the T4 node: the measure alone would fill it next.
+        let half = pod("half").node("t4").with(|p| {
+            p.gpu = GpuRequest::share(500, 0);
+            p.gpu_devices = DeviceSet::parse("0").ok();
+        });
+        cache.add_pod(half.arc()).unwrap();
+        let t4_only = GpuRequest::share(500, 0).with_models(&["T4"]);
+        for (i, g) in [GpuRequest::share(500, 0), t4_only.clone()].iter().enumerate() {
+            cache.observe_shape(&pod(&format!("seen-{i}")).with(|p| p.gpu = g.clone()).build());
+        }
+        let mut snap = Snapshot::new();
+        cache.update_snapshot(&mut snap);
+        let plugin = new(None).unwrap();
+        let t4 = snap.position("t4").unwrap();
+        let v100 = snap.position("v100-a").unwrap();
+        let s = scores(&plugin, &snap, GpuRequest::share(500, 0)).unwrap();
+        assert_eq!((s[t4], s[v100]), (MIN_SCORE, 100), "{s:?}");
+        let s = scores(&plugin, &snap, t4_only).unwrap();
+        assert_eq!(s[t4], 100, "{s:?}");
+        let p = pod("p").with(|p| p.gpu = GpuRequest::share(500, 0)).build();
+        let mut state = CycleState::new();
+        assert!(plugin.as_pre_score().unwrap().pre_score(&mut state, &p, snap.node_list()).is_success());
+        let details = plugin.as_score().unwrap().explain(&state, &p, &snap.view(t4));
+        assert!(details.contains(&("keptForOthers".to_string(), "true".to_string())), "{details:?}");
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod fgd;
 pub mod frag;
 pub mod gaps;
 pub mod index;
+pub mod kept;
 pub mod memo;
 pub mod node;
 pub mod request;
