@@ -9,13 +9,14 @@
 //! GPU nodes are the exception (`gpuNodes`): there the last 10 % of cpu
 //! and memory held back from every node strands GPUs (an 8-GPU pod asking
 //! for 88 of a node's 96 cores fits nowhere, and the node's eight GPUs
-//! stay idle). So a pod that takes GPUs may fill a GPU node past the line
-//! as long as its pool still has `keptNodesPercent` (10 %) of its GPU
-//! nodes with the reserve whole. A pool is the nodes sharing a value of
-//! `poolLabel`, or by default a GPU model. Pods without GPUs keep to the
-//! line everywhere. Critical pods therefore always find room: every node
-//! without GPUs, and at least one node in ten of each GPU pool, keeps its
-//! reserve (docs/POLICIES.md has the figures of the trade-off).
+//! stay idle; cpu-only pods kept off full nodes' reserves take the cpu
+//! that nodes with free GPUs need). So a pod may fill a GPU node past the
+//! line as long as the node's pool still has `keptNodesPercent` (10 %) of
+//! its GPU nodes with the reserve whole. A pool is the nodes sharing a
+//! value of `poolLabel`, or by default a GPU model. Nodes without GPUs
+//! keep the line for every pod. Critical pods therefore always find room:
+//! every node without GPUs, and at least one node in ten of each GPU pool,
+//! keeps its reserve (docs/POLICIES.md has the figures of the trade-off).
 //!
 //! This is also where the article's "×1.5 score for priority > 1,000,000"
 //! went: multiplying every node's score by the same factor cannot change
@@ -48,7 +49,7 @@ pub struct ReservationBufferArgs {
     /// The share of allocatable cpu and memory other pods may fill.
     #[serde(default = "default_fraction")]
     pub fraction: f64,
-    /// How GPU pods may use GPU nodes' reserve.
+    /// How pods may use GPU nodes' reserve.
     #[serde(default)]
     pub gpu_nodes: GpuNodesArgs,
 }
@@ -125,7 +126,7 @@ pub struct ReservationBuffer {
 }
 
 /// Each GPU pool's nodes and how many of them keep their reserve whole,
-/// counted in PreFilter for a pod that takes GPUs.
+/// counted in PreFilter for a pod that would cross the line somewhere.
 #[derive(Debug, Default)]
 struct GpuPools {
     /// (pool, schedulable GPU nodes, of them with the reserve whole).
@@ -176,8 +177,8 @@ impl ReservationBuffer {
         }
     }
 
-    /// Runs for every pod that takes GPUs, over every node: summaries
-    /// first, names borrowed, a handful of pools.
+    /// Runs for every pod that would cross the line on a GPU node, over
+    /// every node: summaries first, names borrowed, a handful of pools.
     fn count_pools(&self, snapshot: &Snapshot) -> GpuPools {
         let mut pools: Vec<(Option<&str>, u32, u32)> = Vec::new();
         for (s, info) in snapshot.summaries().iter().zip(snapshot.nodes()) {
@@ -197,9 +198,9 @@ impl ReservationBuffer {
         GpuPools { pools: pools.into_iter().map(|(p, n, w)| (p.map(Arc::from), n, w)).collect() }
     }
 
-    /// Whether a pod that takes this GPU node's GPUs may fill its reserve:
-    /// the node's pool keeps enough nodes whole without it.
-    fn gpu_pod_may_fill(&self, state: &CycleState, node: &NodeView<'_>) -> bool {
+    /// Whether a pod may fill this GPU node's reserve: the node's pool
+    /// keeps enough nodes whole without it.
+    fn may_fill(&self, state: &CycleState, node: &NodeView<'_>) -> bool {
         let Some(pools) = state.read::<GpuPools>() else { return false };
         let pool = self.pool_of(node.info());
         let Some(&(_, nodes, whole)) = pools.pools.iter().find(|(p, _, _)| p.as_deref() == pool) else { return false };
@@ -250,12 +251,12 @@ impl Plugin for ReservationBuffer {
 
 impl PreFilterPlugin for ReservationBuffer {
     /// Critical pods, and pods that request neither cpu nor memory, are not
-    /// this plugin's concern. For a pod that takes GPUs, each GPU pool's
-    /// nodes with the reserve whole are counted once here.
+    /// this plugin's concern. For a pod that would cross the line on some
+    /// GPU node, each GPU pool's nodes with the reserve whole are counted
+    /// once here.
     fn pre_filter(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot) -> (PreFilterResult, Status) {
         let exempt = pod.priority > self.max_priority || (pod.requests.milli_cpu == 0 && pod.requests.memory == 0);
-        if !exempt && self.kept_percent < 100 && state.pod_gpu(pod).wants_gpu() && self.crosses_somewhere(pod, snapshot)
-        {
+        if !exempt && self.kept_percent < 100 && self.crosses_somewhere(pod, snapshot) {
             state.write(self.count_pools(snapshot));
         }
         (PreFilterResult::default(), skip_if(exempt))
@@ -272,7 +273,7 @@ impl FilterPlugin for ReservationBuffer {
         let memory_over = r.memory > 0 && s.requested_memory + r.memory > self.limit(s.allocatable_memory);
         // A cordoned node (that the pod tolerates) is not counted in its
         // pool and keeps the line.
-        if !(cpu_over || memory_over) || (s.has_gpus && !s.unschedulable && self.gpu_pod_may_fill(state, node)) {
+        if !(cpu_over || memory_over) || (s.has_gpus && !s.unschedulable && self.may_fill(state, node)) {
             return Status::success();
         }
         let reason = if cpu_over { &self.cpu_reason } else { &self.memory_reason };
@@ -389,12 +390,13 @@ mod tests {
     /// `cpu` asks to fill node "n0" (empty of GPU pods, 1 cpu used).
     /// (name, args, nodes, full, pod GPUs, pod cpu, fits n0)
     #[test]
-    fn gpu_pods_may_fill_gpu_nodes_while_the_pool_keeps_its_share() {
+    fn pods_may_fill_gpu_nodes_while_the_pool_keeps_its_share() {
         type Case = (&'static str, serde_json::Value, usize, usize, i64, i64, bool);
         let cases: &[Case] = &[
             ("gpu pod within the line", serde_json::Value::Null, 10, 0, 8, 8000, true),
             ("gpu pod past the line, 9 others whole", serde_json::Value::Null, 10, 0, 8, 9500, true),
-            ("cpu pod past the line: never on a GPU node", serde_json::Value::Null, 10, 0, 0, 9500, false),
+            ("cpu pod past the line, 9 others whole", serde_json::Value::Null, 10, 0, 0, 9500, true),
+            ("cpu pod, n0 the last whole node", serde_json::Value::Null, 10, 9, 0, 9500, false),
             // 10 nodes keep ceil(1.0) = 1: n0 may go when one other stays.
             ("one other node still whole", serde_json::Value::Null, 10, 8, 8, 9500, true),
             ("n0 is the last whole node", serde_json::Value::Null, 10, 9, 8, 9500, false),
@@ -419,7 +421,7 @@ mod tests {
                 false,
             ),
             (
-                "0 %: gpu pods may fill every GPU node",
+                "0 %: pods may fill every GPU node",
                 serde_json::json!({"gpuNodes": {"keptNodesPercent": 0}}),
                 10,
                 9,

@@ -437,13 +437,13 @@ fn static_violation(p: &GenPod, index: usize, n: &GenNode, node_count: usize) ->
     None
 }
 
-/// The reservation buffer's rule for GPU nodes: a pod that takes GPUs may
-/// fill a schedulable GPU node past the line while a tenth (rounded up)
-/// of the schedulable GPU nodes keep the line without it. The generated
-/// nodes have no GPU model: they are all one pool.
-fn gpu_pod_may_fill(load: &[Load], nodes: &[GenNode], idx: usize, p: &GenPod) -> bool {
+/// The reservation buffer's rule for GPU nodes: a pod may fill a
+/// schedulable GPU node past the line while a tenth (rounded up) of the
+/// schedulable GPU nodes keep the line without it. The generated nodes
+/// have no GPU model: they are all one pool.
+fn may_fill(load: &[Load], nodes: &[GenNode], idx: usize) -> bool {
     let gpu_node = |n: &GenNode| n.gpus.unwrap_or(0) > 0 && !n.unschedulable;
-    if pod_amounts(p).gpus == 0 || !gpu_node(&nodes[idx]) {
+    if !gpu_node(&nodes[idx]) {
         return false;
     }
     let pool = nodes.iter().filter(|n| gpu_node(n)).count();
@@ -454,7 +454,7 @@ fn gpu_pod_may_fill(load: &[Load], nodes: &[GenNode], idx: usize, p: &GenPod) ->
 
 /// `Load::misfit_under` for node `idx` with the other nodes' loads.
 fn misfit_at(load: &[Load], nodes: &[GenNode], idx: usize, p: &GenPod, profile: Profile) -> Option<String> {
-    load[idx].misfit_under(p, &nodes[idx], profile, gpu_pod_may_fill(load, nodes, idx, p))
+    load[idx].misfit_under(p, &nodes[idx], profile, may_fill(load, nodes, idx))
 }
 
 /// Load of one node as the oracle sees it.
@@ -477,7 +477,7 @@ impl Load {
 
     /// As `misfit`, plus, for the policy profile, the reservation buffer:
     /// pods of priority ≤ 1,000,000 fill cpu and memory they request only
-    /// to 90 % of allocatable, unless `may_fill` (`gpu_pod_may_fill`).
+    /// to 90 % of allocatable, unless `may_fill` (the function).
     fn misfit_under(&self, p: &GenPod, n: &GenNode, profile: Profile, may_fill: bool) -> Option<String> {
         let mut after = self.used;
         let pod = pod_amounts(p);
