@@ -95,16 +95,15 @@ impl PolicySwitchConfig {
             if !names.insert(r.name.as_str()) {
                 return Err(ConfigError::new(format!("{at}.name"), format!("duplicate rule name {:?}", r.name)));
             }
-            let threshold = match (r.when.at_least, r.when.below) {
-                (Some(t), None) | (None, Some(t)) => t,
+            let (field, threshold) = match (r.when.at_least, r.when.below) {
+                (Some(t), None) => ("atLeast", t),
+                (None, Some(t)) => ("below", t),
                 _ => return Err(ConfigError::new(format!("{at}.when"), "needs exactly one of atLeast and below")),
             };
-            if !(threshold.is_finite() && (0.0..=100.0).contains(&threshold)) {
-                return Err(ConfigError::new(
-                    format!("{at}.when"),
-                    "the threshold must be between 0 and 100 (percent)",
-                ));
-            }
+            ConfigError::check(
+                format!("{at}.when.{field}"),
+                crate::bounds::Interval::closed(0.0, 100.0).check(threshold).map_err(|m| format!("{m} (percent)")),
+            )?;
             if r.gpu_placement.is_none() && r.weights.is_empty() {
                 return Err(ConfigError::new(at, "changes nothing: set gpuPlacement or weights"));
             }
@@ -315,7 +314,10 @@ mod tests {
                 PolicySwitchConfig { hysteresis: 5.0, rules: vec![rule("a", Some(1.0), Some(2.0))] },
                 "p.rules[0].when: needs exactly one",
             ),
-            (PolicySwitchConfig { hysteresis: 5.0, rules: vec![rule("a", Some(120.0), None)] }, "p.rules[0].when: the"),
+            (
+                PolicySwitchConfig { hysteresis: 5.0, rules: vec![rule("a", Some(120.0), None)] },
+                "p.rules[0].when.atLeast: must be in [0, 100]",
+            ),
             (
                 PolicySwitchConfig {
                     hysteresis: 5.0,

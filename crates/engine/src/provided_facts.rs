@@ -102,18 +102,13 @@ impl PrometheusFact {
         if self.node_label.is_empty() {
             return Err(ConfigError::new(format!("{path}.nodeLabel"), "must not be empty"));
         }
-        if self.interval.is_zero() {
-            return Err(ConfigError::new(format!("{path}.interval"), "must be longer than 0"));
-        }
-        if self.timeout.is_zero() || self.timeout > self.interval {
-            return Err(ConfigError::new(
-                format!("{path}.timeout"),
-                "must be longer than 0 and not longer than interval",
-            ));
-        }
-        if self.max_age < self.interval {
-            return Err(ConfigError::new(format!("{path}.maxAge"), "must not be shorter than interval"));
-        }
+        use crate::bounds::{MAX_DURATION, duration};
+        use crate::config::MIN_DURATION;
+        ConfigError::check(format!("{path}.interval"), duration(self.interval, MIN_DURATION, MAX_DURATION))?;
+        ConfigError::check(format!("{path}.timeout"), duration(self.timeout, MIN_DURATION, self.interval))
+            .map_err(|e| ConfigError::new(e.path, format!("{} (at most interval)", e.message)))?;
+        ConfigError::check(format!("{path}.maxAge"), duration(self.max_age, self.interval, MAX_DURATION))
+            .map_err(|e| ConfigError::new(e.path, format!("{} (at least interval)", e.message)))?;
         Ok(())
     }
 }
