@@ -656,3 +656,128 @@ fn every_fact_annotation_at_its_extremes() {
     );
     failures.check("annotation sweep");
 }
+
+/// The fuzz seeds and the fuzzer's dictionary made of the extremes, by
+/// file under `fuzz/`: the fuzz targets start from these (a fuzzer grows
+/// "15s" into "100000000000000000000h" only by luck).
+fn fuzz_files() -> std::collections::BTreeMap<String, String> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut add = |target: &str, i: usize, ext: &str, text: String| {
+        files.insert(format!("seeds/{target}/hostile-{i:02}{ext}"), text);
+    };
+    let (fields, _) = fields_and_objects();
+    let (numbers, durations): (Vec<_>, Vec<_>) = fields.into_iter().partition(|f| f.kind == Kind::Number);
+    // Each extreme in a field of its kind, the fields taken in turn.
+    let config = values_for(Kind::Duration)
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| with_value(&durations[i % durations.len()], &v).0)
+        .chain(
+            values_for(Kind::Number)
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| with_value(&numbers[i % numbers.len()], &v).0),
+        );
+    for (i, text) in config.enumerate() {
+        add("config", i, ".yaml", text);
+    }
+    let mig = ["9Ei", "16Ei", "9223372036854775807m", "1e308", "1E-320", "1e2147483648", "0.0000000001n"];
+    for (i, v) in extremes::NUMBERS.iter().chain(&mig).enumerate() {
+        add("quantity", i, "", v.to_string());
+    }
+    let facts: Vec<&str> = extremes::NUMBERS.iter().chain(extremes::TIMESTAMPS).copied().collect();
+    for (i, v) in extremes::NUMBERS.iter().enumerate() {
+        let sample = serde_json::json!({"metric": {"node": "a"}, "value": [1_700_000_000.5, v]});
+        let body = serde_json::json!({"status": "success", "data": {"resultType": "vector", "result": [sample]}});
+        add("prometheus", i, ".json", body.to_string());
+        add("extender", i, ".json", format!(r#"[{{"Host": "n1", "Score": {v}}}, {{"Host": "n2", "Score": 10}}]"#));
+        add(
+            "pod_group",
+            i,
+            ".yaml",
+            format!(
+                "metadata: {{name: g, namespace: ml}}\nspec: {{minMember: {v}, scheduleTimeoutSeconds: {v}, minResources: {{cpu: \"{v}\"}}}}\n"
+            ),
+        );
+        let mut row = ["n1", "32000", "262144", "8", "A100", "p1", "1000", "1024", "1", "1000", "0", "10", "0"];
+        row[[1, 2, 3, 6, 7, 8, 9, 10, 11, 12][i % 10]] = v;
+        add(
+            "openb",
+            i,
+            "",
+            format!(
+                "sn,cpu_milli,memory_mib,gpu,model\n{}\n\0name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time,scheduled_time\n{}\n",
+                row[..5].join(","),
+                row[5..].join(",")
+            ),
+        );
+    }
+    let none = serde_json::json!({});
+    for (i, v) in facts.iter().enumerate() {
+        let (key, object) = FACTS[i % FACTS.len()];
+        let one = serde_json::json!({ key: v });
+        let text = match object {
+            Object::Node => manifests(&one, &none, &none),
+            Object::NodeLabel => manifests(&none, &none, &one),
+            Object::Pod => manifests(&none, &one, &none),
+        };
+        add("manifests", i, ".yaml", text);
+    }
+    // libFuzzer's dictionary format: one quoted token a line, bytes past ASCII escaped.
+    let quote = |t: &str| {
+        let body: String = t
+            .bytes()
+            .map(|b| match b {
+                b'"' | b'\\' => format!("\\{}", b as char),
+                0x20..=0x7e => (b as char).to_string(),
+                _ => format!("\\x{b:02X}"),
+            })
+            .collect();
+        format!("\"{body}\"\n")
+    };
+    let tokens: BTreeSet<&str> =
+        extremes::all().chain(["ns", "us", "µs", "ms", "h", "Ei", "e308", "e-320"]).filter(|t| !t.is_empty()).collect();
+    let dict = "# The extremes of engine::testing::extremes, for every fuzz target (fuzz/run\n\
+                # passes -dict). Written by crates/cli/tests/hostile_numbers.rs.\n"
+        .to_string()
+        + &tokens.iter().map(|t| quote(t)).collect::<String>();
+    files.insert("extremes.dict".to_string(), dict);
+    files
+}
+
+/// The files of [`fuzz_files`] are in `fuzz/` as made, and no stale
+/// `hostile-*` seed is left; `UPDATE_FUZZ_SEEDS=1` writes them.
+#[test]
+fn fuzz_seeds_and_dictionary_hold_every_extreme() {
+    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    let want = fuzz_files();
+    let update = std::env::var_os("UPDATE_FUZZ_SEEDS").is_some();
+    let mut stale = Vec::new();
+    for dir in std::fs::read_dir(fuzz.join("seeds")).expect("fuzz/seeds").flatten() {
+        for f in std::fs::read_dir(dir.path()).expect("a target's seeds").flatten() {
+            let name = format!("seeds/{}/{}", dir.file_name().to_string_lossy(), f.file_name().to_string_lossy());
+            if f.file_name().to_string_lossy().starts_with("hostile-") && !want.contains_key(&name) {
+                stale.push(f.path());
+            }
+        }
+    }
+    if update {
+        for p in &stale {
+            std::fs::remove_file(p).expect("remove a stale seed");
+        }
+        for (name, text) in &want {
+            std::fs::write(fuzz.join(name), text).expect("write a seed");
+        }
+        return;
+    }
+    assert!(stale.is_empty(), "stale seeds (UPDATE_FUZZ_SEEDS=1 removes them): {stale:?}");
+    let differ: Vec<&String> = want
+        .iter()
+        .filter(|(name, text)| std::fs::read_to_string(fuzz.join(name)).ok().as_ref() != Some(text))
+        .map(|(n, _)| n)
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "fuzz files not as the extremes make them (UPDATE_FUZZ_SEEDS=1 rewrites them): {differ:?}"
+    );
+}

@@ -165,15 +165,22 @@ pub struct Load {
 }
 
 impl Load {
-    /// Counts `info` in (`delta` 1) or out (`delta` -1).
+    /// Counts `info` in (`delta` 1) or out (`delta` -1). Sums over the
+    /// cluster saturate rather than wrap (a node holds at most
+    /// `resources::MAX_AMOUNT` cpu: thousands of such nodes reach the bound).
     pub fn apply(&mut self, info: &NodeInfo, delta: i64) {
         let gpus = &info.gpus;
         let capacity = gpus.count() as i64 * i64::from(crate::devices::MILLI_PER_GPU);
-        let allocated = (capacity - gpus.free_total()).clamp(0, capacity);
-        self.gpu_capacity_milli += delta * capacity;
-        self.gpu_allocated_milli += delta * allocated;
-        self.cpu_allocatable_milli += delta * info.node.allocatable.milli_cpu;
-        self.cpu_requested_milli += delta * info.requested.milli_cpu.min(info.node.allocatable.milli_cpu);
+        let allocated = capacity.saturating_sub(gpus.free_total()).clamp(0, capacity);
+        let requested = info.requested.milli_cpu.min(info.node.allocatable.milli_cpu);
+        for (sum, v) in [
+            (&mut self.gpu_capacity_milli, capacity),
+            (&mut self.gpu_allocated_milli, allocated),
+            (&mut self.cpu_allocatable_milli, info.node.allocatable.milli_cpu),
+            (&mut self.cpu_requested_milli, requested),
+        ] {
+            *sum = sum.saturating_add(v.saturating_mul(delta));
+        }
     }
 
     /// `metric` in percent; None when the cluster has none of the resource.

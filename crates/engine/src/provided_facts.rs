@@ -32,11 +32,13 @@ impl ProvidedFacts {
     }
 
     /// Lays these facts over what the node object said: the later alert
-    /// wins, a provided temperature replaces the annotation's.
+    /// wins, a provided temperature replaces the annotation's, unless it is
+    /// no plausible temperature (a broken sensor reads as 1e308 too): as an
+    /// annotation's, it then counts as none.
     pub fn apply(&self, facts: &mut NodeFacts) {
         facts.last_hardware_alert = facts.last_hardware_alert.max(self.event_alert);
         if let Some(t) = self.numbers.get(FACT_TEMPERATURE) {
-            facts.temperature_celsius = Some(*t);
+            facts.temperature_celsius = Some(*t).filter(|t| crate::facts::CELSIUS.contains(*t));
         }
         facts.numbers = self.numbers.clone();
     }
@@ -176,6 +178,11 @@ mod tests {
                 ProvidedFacts { numbers: [(FACT_TEMPERATURE.to_string(), 91.0)].into(), ..Default::default() },
                 Some(5_000),
                 Some(91.0),
+            ),
+            (
+                ProvidedFacts { numbers: [(FACT_TEMPERATURE.to_string(), 1e308)].into(), ..Default::default() },
+                Some(5_000),
+                None,
             ),
         ];
         for (provided, alert, temperature) in cases {
