@@ -366,9 +366,12 @@ impl App {
 
     fn simulate(&self, args: SimulateArgs, out: &mut dyn Write) -> Result<(), Exit> {
         let now = match &args.now {
+            // The engine's clock starts in 1970: an earlier time is refused, not read as 1970.
             Some(t) => t
                 .parse::<jiff::Timestamp>()
-                .with_context(|| format!("--now {t:?} is not an RFC 3339 time (e.g. 2026-01-31T12:00:00Z)"))
+                .ok()
+                .filter(|ts| ts.as_millisecond() >= 0)
+                .with_context(|| format!("--now {t:?}: must be {}", engine::facts::TIME_RANGE))
                 .map_err(bad_config)?,
             None => jiff::Timestamp::now(),
         };

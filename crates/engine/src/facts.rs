@@ -306,10 +306,14 @@ impl NodeFacts {
     }
 }
 
-/// RFC 3339 → milliseconds since the epoch.
+/// What [`parse_time`] reads, for messages.
+pub const TIME_RANGE: &str = "an RFC 3339 time from 1970 to 9999 (e.g. 2026-01-31T12:00:00Z)";
+
+/// RFC 3339 → milliseconds since the epoch (the engine's clock starts in
+/// 1970; RFC 3339 ends in 9999).
 pub fn parse_time(raw: &str) -> Result<Millis, String> {
-    let ts: jiff::Timestamp = raw.trim().parse().map_err(|_| "not an RFC 3339 time".to_string())?;
-    Millis::try_from(ts.as_millisecond()).map_err(|_| "before 1970".to_string())
+    let ts: jiff::Timestamp = raw.trim().parse().map_err(|_| format!("not {TIME_RANGE}"))?;
+    Millis::try_from(ts.as_millisecond()).map_err(|_| format!("before 1970: must be {TIME_RANGE}"))
 }
 
 /// A pod's service: its namespace and `app` label, else
