@@ -18,6 +18,7 @@ use engine::devices::{
     ANNOTATION_GPU_MEMORY_MIB, ANNOTATION_GPU_MILLI, GPU_SHARED_RESOURCE, LABEL_GPU_MEMORY,
 };
 use engine::facts::{GPU_RESOURCE, LABEL_GPU_MODEL, LABEL_GPU_PRODUCT};
+use gpu_scheduler_fuzz::Text;
 use k8s_openapi::api::core::v1::{Container, Node, NodeSpec, NodeStatus, Pod, PodSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -41,15 +42,15 @@ const MAX_PODS: usize = 8;
 struct PodInput {
     /// Already bound to the node (existing load, its devices read back).
     bound: bool,
-    annotations: Vec<(u8, String)>,
-    requests: Vec<(u8, String)>,
+    annotations: Vec<(u8, Text)>,
+    requests: Vec<(u8, Text)>,
 }
 
 #[derive(Debug, Arbitrary)]
 struct Input {
-    labels: Vec<(u8, String)>,
+    labels: Vec<(u8, Text)>,
     /// The node's allocatable of each resource above, as text.
-    allocatable: Vec<(u8, String)>,
+    allocatable: Vec<(u8, Text)>,
     pods: Vec<PodInput>,
 }
 
@@ -57,11 +58,11 @@ fn pick<'a>(keys: &[&'a str], i: u8) -> &'a str {
     keys[usize::from(i) % keys.len()]
 }
 
-fn quantities(items: Vec<(u8, String)>) -> BTreeMap<String, Quantity> {
-    items.into_iter().map(|(k, v)| (pick(&RESOURCES, k).to_string(), Quantity(v))).collect()
+fn quantities(items: Vec<(u8, Text)>) -> BTreeMap<String, Quantity> {
+    items.into_iter().map(|(k, v)| (pick(&RESOURCES, k).to_string(), Quantity(v.into_string()))).collect()
 }
 
-fn node(labels: Vec<(u8, String)>, allocatable: Vec<(u8, String)>) -> Node {
+fn node(labels: Vec<(u8, Text)>, allocatable: Vec<(u8, Text)>) -> Node {
     let mut alloc = BTreeMap::from([
         ("cpu".to_string(), Quantity("64".into())),
         ("memory".to_string(), Quantity("256Gi".into())),
@@ -71,7 +72,9 @@ fn node(labels: Vec<(u8, String)>, allocatable: Vec<(u8, String)>) -> Node {
     Node {
         metadata: ObjectMeta {
             name: Some("n0".into()),
-            labels: Some(labels.into_iter().map(|(k, v)| (pick(&NODE_LABELS, k).to_string(), v)).collect()),
+            labels: Some(
+                labels.into_iter().map(|(k, v)| (pick(&NODE_LABELS, k).to_string(), v.into_string())).collect(),
+            ),
             ..Default::default()
         },
         spec: Some(NodeSpec::default()),
@@ -86,7 +89,10 @@ fn pod(i: usize, p: PodInput) -> Pod {
             namespace: Some("default".into()),
             uid: Some(format!("uid-{i}")),
             annotations: Some(
-                p.annotations.into_iter().map(|(k, v)| (pick(&POD_ANNOTATIONS, k).to_string(), v)).collect(),
+                p.annotations
+                    .into_iter()
+                    .map(|(k, v)| (pick(&POD_ANNOTATIONS, k).to_string(), v.into_string()))
+                    .collect(),
             ),
             ..Default::default()
         },

@@ -10,6 +10,7 @@ use arbitrary::Arbitrary;
 use engine::cache::{Cache, Snapshot};
 use engine::facts::{self, FactsConfig, NodeFacts};
 use engine::model::{LABEL_ZONE, Node, NodeCondition};
+use gpu_scheduler_fuzz::Text;
 use libfuzzer_sys::fuzz_target;
 
 const KEYS: [&str; 9] = [
@@ -27,16 +28,16 @@ const CONDITIONS: [&str; 2] = ["GpuXid", "Ready"];
 
 #[derive(Debug, Arbitrary)]
 struct Input {
-    labels: Vec<(u8, String)>,
-    annotations: Vec<(u8, String)>,
+    labels: Vec<(u8, Text)>,
+    annotations: Vec<(u8, Text)>,
     conditions: Vec<(bool, bool, Option<u64>)>,
 }
 
 fuzz_target!(|input: Input| {
     let key = |i: u8| KEYS[usize::from(i) % KEYS.len()].to_string();
     let mut node = Node { name: "n".into(), ..Default::default() };
-    node.labels = input.labels.into_iter().map(|(k, v)| (key(k), v)).collect();
-    node.annotations = input.annotations.into_iter().map(|(k, v)| (key(k), v)).collect();
+    node.labels = input.labels.into_iter().map(|(k, v)| (key(k), v.into_string())).collect();
+    node.annotations = input.annotations.into_iter().map(|(k, v)| (key(k), v.into_string())).collect();
     node.conditions = input
         .conditions
         .into_iter()

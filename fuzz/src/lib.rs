@@ -6,6 +6,29 @@
 use engine::config::Configuration;
 use sim::{ManifestError, Manifests, SimError, SimOptions};
 
+/// A value from outside, in a structured (`arbitrary`) input: fuzzed
+/// text, or one of the extremes every parser is tested with
+/// (`engine::testing::extremes`). A fuzzer writes 2^64 or 1e308 in a
+/// field only by luck (docs/RELIABILITY.md, "Hostile numbers"); this way
+/// one byte picks it.
+#[derive(Debug, arbitrary::Arbitrary)]
+pub enum Text {
+    Fuzzed(String),
+    Extreme(u8),
+}
+
+impl Text {
+    pub fn into_string(self) -> String {
+        match self {
+            Text::Fuzzed(s) => s,
+            Text::Extreme(i) => {
+                let all: Vec<&str> = engine::testing::extremes::all().collect();
+                all[usize::from(i) % all.len()].to_string()
+            }
+        }
+    }
+}
+
 /// Inputs longer than this are skipped: the targets look for wrong
 /// answers and panics, not for the cost of reading megabytes.
 pub const MAX_INPUT: usize = 16 << 10;

@@ -107,6 +107,17 @@ impl App {
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
+        self.run_with_output(args, &mut std::io::stdout().lock())
+    }
+
+    /// As [`App::run_from`], with the reports of `simulate` and
+    /// `check-config` written to `out` instead of standard output (so a
+    /// test can run thousands of them in one process).
+    pub fn run_with_output<I, T>(&self, args: I, out: &mut dyn Write) -> ExitCode
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
         let cli = match Cli::try_parse_from(args) {
             Ok(cli) => cli,
             Err(e) => {
@@ -129,9 +140,9 @@ impl App {
             )
             .try_init();
         let result = match cli.command {
-            Command::Simulate(args) => self.simulate(args),
+            Command::Simulate(args) => self.simulate(args, out),
             Command::Replay(args) => self.replay(args),
-            Command::CheckConfig { file } => self.check_config(&file),
+            Command::CheckConfig { file } => self.check_config(&file, out),
             Command::Run(args) => self.run_live(args),
             Command::Snapshot { kubeconfig, output } => snapshot(kubeconfig, output),
             Command::Explain { pod, address, output } => explain(&pod, &address, output),
@@ -338,21 +349,38 @@ impl App {
         Ok((loaded.config, loaded.extenders))
     }
 
-    fn check_config(&self, path: &PathBuf) -> Result<(), Exit> {
+    fn check_config(&self, path: &PathBuf, out: &mut dyn Write) -> Result<(), Exit> {
         let (cfg, _) = self.load_config(Some(path))?;
         let names: Vec<&str> = cfg.profiles.iter().map(|p| p.scheduler_name.as_str()).collect();
-        println!("{}: valid ({} profile(s): {})", path.display(), names.len(), names.join(", "));
+        writeln!(out, "{}: valid ({} profile(s): {})", path.display(), names.len(), names.join(", "))?;
         Ok(())
     }
 
-    fn simulate(&self, args: SimulateArgs) -> Result<(), Exit> {
+    /// What `run` loads its configuration file with, at start and on every
+    /// change: parsed, validated, profiles and extenders built; the error
+    /// names the field.
+    pub fn config_loader(&self) -> live::reload::Loader {
+        let (registry, defaults) = (self.registry.clone(), self.defaults.clone());
+        Arc::new(move |text: &str| build_config(text, &registry, &defaults).map_err(|e| format!("{e:#}")))
+    }
+
+    fn simulate(&self, args: SimulateArgs, out: &mut dyn Write) -> Result<(), Exit> {
         let now = match &args.now {
+            // The engine's clock starts in 1970: an earlier time is refused, not read as 1970.
             Some(t) => t
                 .parse::<jiff::Timestamp>()
-                .with_context(|| format!("--now {t:?} is not an RFC 3339 time (e.g. 2026-01-31T12:00:00Z)"))
+                .ok()
+                .filter(|ts| ts.as_millisecond() >= 0)
+                .with_context(|| format!("--now {t:?}: must be {}", engine::facts::TIME_RANGE))
                 .map_err(bad_config)?,
             None => jiff::Timestamp::now(),
         };
+        // Every configuration first: a bad one exits 2 before any manifest is read.
+        let configs: Vec<Option<&PathBuf>> = match &args.compare {
+            Some(c) => c.iter().map(Some).collect(),
+            None => vec![args.config.as_ref()],
+        };
+        let loaded = configs.iter().map(|c| self.load_config(*c)).collect::<Result<Vec<_>, Exit>>()?;
         let mut manifests = Manifests::default();
         for f in &args.files {
             manifests.add_file(&f.to_string_lossy())?;
@@ -361,8 +389,7 @@ impl App {
             tracing::debug!("{source}: {what} does not affect scheduling; ignored");
         }
 
-        let run = |config: Option<&PathBuf>| -> Result<sim::Simulation, Exit> {
-            let (cfg, extenders) = self.load_config(config)?;
+        let run = |(cfg, extenders): (Configuration, Vec<Arc<dyn Extender>>)| -> Result<sim::Simulation, Exit> {
             // A progress bar on stderr for long runs on a terminal; never for JSON.
             let mut bar = progress_bar("pods");
             bar.shown &= matches!(args.output, Output::Table);
@@ -376,14 +403,15 @@ impl App {
             }
             Ok(simulation)
         };
-        if let Some(configs) = &args.compare {
+        if args.compare.is_some() {
             let runs = configs
                 .iter()
-                .map(|c| Ok(compare::Run::of_simulation(&c.display().to_string(), &run(Some(c))?)))
+                .zip(loaded)
+                .map(|(c, l)| Ok(compare::Run::of_simulation(&config_label(*c), &run(l)?)))
                 .collect::<Result<Vec<_>, Exit>>()?;
-            return comparison(&runs, args.output, args.report.as_ref(), "simulate --compare");
+            return comparison(&runs, args.output, args.report.as_ref(), "simulate --compare", out);
         }
-        let simulation = run(args.config.as_ref())?;
+        let simulation = run(loaded.into_iter().next().unwrap_or_default())?;
         if let Some(path) = &args.report {
             let label = config_label(args.config.as_ref());
             write_report(path, "simulate", &[compare::Run::of_simulation(&label, &simulation)])?;
@@ -397,10 +425,9 @@ impl App {
             })?),
             None => None,
         };
-        let mut out = std::io::stdout().lock();
         match args.output {
             Output::Json => {
-                serde_json::to_writer(&mut out, &report::to_json(&simulation, explanation.as_ref()))?;
+                serde_json::to_writer(&mut *out, &report::to_json(&simulation, explanation.as_ref()))?;
                 writeln!(out)?;
             }
             Output::Table => {
@@ -441,7 +468,13 @@ impl App {
                 .iter()
                 .map(|c| Ok(compare::Run::of_replay(&c.display().to_string(), &run(Some(c))?)))
                 .collect::<Result<Vec<_>, Exit>>()?;
-            return comparison(&runs, args.output, args.report.as_ref(), &format!("replay --compare ({pods_file})"));
+            return comparison(
+                &runs,
+                args.output,
+                args.report.as_ref(),
+                &format!("replay --compare ({pods_file})"),
+                &mut std::io::stdout().lock(),
+            );
         }
         let replay = run(args.config.as_ref())?;
         if let Some(path) = &args.report {
@@ -496,7 +529,7 @@ impl App {
                 .iter()
                 .map(|c| Ok(compare::Run::of_timed(&c.display().to_string(), &run(Some(c))?)))
                 .collect::<Result<Vec<_>, Exit>>()?;
-            return comparison(&runs, args.output, None, "replay --timed --compare");
+            return comparison(&runs, args.output, None, "replay --timed --compare", &mut std::io::stdout().lock());
         }
         let replay = run(args.config.as_ref())?;
         let mut out = std::io::stdout().lock();
@@ -546,11 +579,9 @@ impl App {
             .map_err(|e| bad_config(anyhow::anyhow!("--config-check-interval: {e}")))?;
         let reload = match &args.config {
             Some(path) if !interval.is_zero() => {
-                let (registry, defaults, shown) =
-                    (self.registry.clone(), self.defaults.clone(), path.display().to_string());
-                let loader: live::reload::Loader = std::sync::Arc::new(move |text: &str| {
-                    build_config(text, &registry, &defaults).map_err(|e| format!("{shown}: {e:#}"))
-                });
+                let (load, shown) = (self.config_loader(), path.display().to_string());
+                let loader: live::reload::Loader =
+                    Arc::new(move |text: &str| load(text).map_err(|e| format!("{shown}: {e}")));
                 Some(live::reload::ConfigSource { path: path.clone(), text, loader, interval, config_map })
             }
             _ => None,
@@ -600,11 +631,16 @@ fn write_report(path: &PathBuf, title: &str, runs: &[compare::Run]) -> Result<()
 }
 
 /// Prints a comparison (table or JSON) and writes its report if asked.
-fn comparison(runs: &[compare::Run], output: Output, report: Option<&PathBuf>, title: &str) -> Result<(), Exit> {
+fn comparison(
+    runs: &[compare::Run],
+    output: Output,
+    report: Option<&PathBuf>,
+    title: &str,
+    out: &mut dyn Write,
+) -> Result<(), Exit> {
     if let Some(path) = report {
         write_report(path, title, runs)?;
     }
-    let mut out = std::io::stdout().lock();
     match output {
         Output::Json => writeln!(out, "{}", compare::json(runs))?,
         Output::Table => write!(out, "{}", compare::table(runs))?,

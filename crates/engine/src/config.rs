@@ -28,7 +28,36 @@ impl ConfigError {
     pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
         ConfigError { path: path.into(), message: message.into() }
     }
+
+    /// The value a range check (`crate::bounds`) let through, or its
+    /// message as the error of the field at `path`.
+    pub fn check<T>(path: impl Into<String>, checked: Result<T, String>) -> Result<T, ConfigError> {
+        checked.map_err(|m| ConfigError::new(path, m))
+    }
 }
+
+/// The longest duration in whole seconds (`...Seconds` fields), as Go
+/// multiplies them by `time.Second`.
+pub const MAX_SECONDS: u64 = crate::bounds::MAX_DURATION.as_secs();
+
+/// The most a Lease can hold: its `leaseDurationSeconds` is an int32.
+pub const MAX_LEASE: Duration = Duration::from_secs(i32::MAX as u64);
+
+/// The shortest duration a field that must be positive accepts.
+pub const MIN_DURATION: Duration = Duration::from_nanos(1);
+
+/// A score plugin's or extender's weight at most: kube-scheduler's int32
+/// weights. Scores times weights stay exact far below this, even summed.
+pub const MAX_WEIGHT: f64 = i32::MAX as f64;
+
+/// Client rate limits: `qps` 0 (no limit) or in this range, `burst` up to
+/// [`MAX_BURST`], so that the token bucket (whose period is 1/qps, and
+/// whose depth is burst periods, in u64 nanoseconds) stays far from
+/// overflowing.
+pub const QPS: crate::bounds::Interval = crate::bounds::Interval::closed(MIN_QPS, MAX_QPS);
+pub const MIN_QPS: f64 = 0.001;
+pub const MAX_QPS: f64 = 1_000_000.0;
+pub const MAX_BURST: u32 = 1_000_000;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -161,15 +190,20 @@ impl ExtenderConfig {
                 "must be true exactly when urlPrefix starts with https://",
             ));
         }
-        if !self.prioritize_verb.is_empty() && self.weight <= 0 {
-            return Err(ConfigError::new(format!("{path}.weight"), "must have a positive weight applied to it"));
+        if !self.prioritize_verb.is_empty() {
+            // Its priorities count ten times their value times the weight: an i64 product.
+            ConfigError::check(format!("{path}.weight"), crate::bounds::int(self.weight, 1, MAX_WEIGHT as i64))
+                .map_err(|e| {
+                    ConfigError::new(e.path, format!("must have a positive weight applied to it: {}", e.message))
+                })?;
         }
         if self.filter_verb.is_empty() && self.prioritize_verb.is_empty() && self.bind_verb.is_empty() {
             return Err(ConfigError::new(path, "needs at least one of filterVerb, prioritizeVerb, bindVerb"));
         }
-        if self.http_timeout.is_zero() {
-            return Err(ConfigError::new(format!("{path}.httpTimeout"), "must be greater than 0"));
-        }
+        ConfigError::check(
+            format!("{path}.httpTimeout"),
+            crate::bounds::duration(self.http_timeout, MIN_DURATION, crate::bounds::MAX_DURATION),
+        )?;
         if self.tls_config.is_some() && !self.enable_https {
             return Err(ConfigError::new(format!("{path}.tlsConfig"), "needs enableHTTPS"));
         }
@@ -443,10 +477,14 @@ pub fn parse(yaml: &str) -> Result<Configuration, ConfigError> {
         let path = e.path().to_string();
         // An empty key at the top names no field either (found by fuzzing).
         let path = if path == "." || path.is_empty() { "(root)".to_string() } else { path };
-        // The YAML error may already start with the path; say it once.
+        // The YAML error may already start with the path, or its parent's
+        // (for a field with its own deserializer); say the full one once.
         let message = e.into_inner().to_string();
-        let message = message.strip_prefix(&format!("{path}: ")).map(str::to_string).unwrap_or(message);
-        ConfigError::new(path, message)
+        let message = match message.split_once(": ") {
+            Some((head, rest)) if !head.is_empty() && path.starts_with(head) => rest.to_string(),
+            _ => message,
+        };
+        ConfigError::new(path, crate::bounds::with_type_range(message))
     })?;
     cfg.validate()?;
     Ok(cfg)
@@ -485,20 +523,22 @@ impl Configuration {
         if self.kind != KIND {
             return Err(ConfigError::new("kind", format!("must be {KIND:?}, not {:?}", self.kind)));
         }
+        use crate::bounds::int;
         check_percentage("percentageOfNodesToScore", self.percentage_of_nodes_to_score)?;
-        if self.pod_initial_backoff_seconds == 0 {
-            return Err(ConfigError::new("podInitialBackoffSeconds", "must be greater than 0"));
-        }
-        if self.pod_max_backoff_seconds < self.pod_initial_backoff_seconds {
+        let initial = self.pod_initial_backoff_seconds;
+        ConfigError::check("podInitialBackoffSeconds", int(initial, 1, MAX_SECONDS))?;
+        ConfigError::check("podMaxBackoffSeconds", int(self.pod_max_backoff_seconds, initial, MAX_SECONDS))
+            .map_err(|e| ConfigError::new(e.path, format!("{} (at least podInitialBackoffSeconds)", e.message)))?;
+        ConfigError::check("assumedPodTTLSeconds", int(self.assumed_pod_ttl_seconds, 0, MAX_SECONDS))?;
+        let cc = &self.client_connection;
+        // -0 is 0 too.
+        if cc.qps != 0.0 && !QPS.contains(f64::from(cc.qps)) {
             return Err(ConfigError::new(
-                "podMaxBackoffSeconds",
-                "must be greater than or equal to podInitialBackoffSeconds",
+                "clientConnection.qps",
+                format!("must be 0 (no limit) or in {QPS}, got {}", crate::bounds::show(f64::from(cc.qps))),
             ));
         }
-        let cc = &self.client_connection;
-        if !cc.qps.is_finite() || cc.qps < 0.0 {
-            return Err(ConfigError::new("clientConnection.qps", "must be a non-negative number"));
-        }
+        ConfigError::check("clientConnection.burst", int(cc.burst, 0, MAX_BURST))?;
         self.leader_election.validate()?;
         for (i, e) in self.extenders.iter().enumerate() {
             e.validate(&format!("extenders[{i}]"))?;
@@ -561,6 +601,9 @@ impl Configuration {
     }
 }
 
+/// A score weight: positive, at most [`MAX_WEIGHT`].
+pub const WEIGHT: crate::bounds::Interval = crate::bounds::Interval::above(0.0, MAX_WEIGHT);
+
 fn check_percentage(path: &str, v: u32) -> Result<(), ConfigError> {
     if v > 100 {
         return Err(ConfigError::new(path, format!("must be between 0 and 100, got {v}")));
@@ -571,17 +614,18 @@ fn check_percentage(path: &str, v: u32) -> Result<(), ConfigError> {
 impl LeaderElection {
     fn validate(&self) -> Result<(), ConfigError> {
         let p = "leaderElection";
-        for (field, d) in [
-            ("leaseDuration", self.lease_duration),
-            ("renewDeadline", self.renew_deadline),
-            ("retryPeriod", self.retry_period),
+        for (field, d, max) in [
+            ("leaseDuration", self.lease_duration, MAX_LEASE),
+            ("renewDeadline", self.renew_deadline, crate::bounds::MAX_DURATION),
+            ("retryPeriod", self.retry_period, crate::bounds::MAX_DURATION),
         ] {
-            if d.is_zero() {
-                return Err(ConfigError::new(format!("{p}.{field}"), "must be greater than zero"));
-            }
+            ConfigError::check(format!("{p}.{field}"), crate::bounds::duration(d, MIN_DURATION, max))?;
         }
         if self.lease_duration <= self.renew_deadline {
-            return Err(ConfigError::new(format!("{p}.leaseDuration"), "must be greater than renewDeadline"));
+            return Err(ConfigError::new(
+                format!("{p}.leaseDuration"),
+                format!("must be greater than renewDeadline ({})", go_duration::format(&self.renew_deadline)),
+            ));
         }
         if self.resource_lock != "leases" {
             return Err(ConfigError::new(
@@ -627,11 +671,12 @@ impl PluginsConfig {
                     return Err(ConfigError::new(format!("{at}.name"), "must not be empty"));
                 }
                 if let Some(w) = p.weight {
-                    if !w.is_finite() || w <= 0.0 {
+                    if !WEIGHT.contains(w) {
                         return Err(ConfigError::new(
                             format!("{at}.weight"),
                             format!(
-                                "must be a positive number, got {w} (disable the plugin instead of weighting it 0)"
+                                "must be in {WEIGHT}, got {} (disable the plugin instead of weighting it 0)",
+                                crate::bounds::show(w)
                             ),
                         ));
                     }
@@ -640,54 +685,126 @@ impl PluginsConfig {
                     }
                 }
             }
+            // Ignored on a disabled plugin, but read all the same: checked alike.
+            for (k, p) in set.disabled.iter().enumerate() {
+                if let Some(w) = p.weight.filter(|w| !WEIGHT.contains(*w)) {
+                    return Err(ConfigError::new(
+                        format!("{path}.{point}.disabled[{k}].weight"),
+                        format!("must be in {WEIGHT}, got {}", crate::bounds::show(w)),
+                    ));
+                }
+            }
         }
         Ok(())
     }
 }
 
 /// Go-style durations (`15s`, `1m30s`, `500ms`, `2h`), as Kubernetes
-/// configuration writes them.
+/// configuration writes them, parsed as Go's `time.ParseDuration` does:
+/// exactly, in integer nanoseconds, and refused past Go's longest duration
+/// ([`crate::bounds::MAX_DURATION`]) instead of overflowing.
 pub mod go_duration {
     use std::time::Duration;
 
     use serde::{Deserialize, Deserializer, Serializer};
 
+    use crate::bounds::MAX_DURATION;
+
+    const NANOS_PER_SEC: u128 = 1_000_000_000;
+
     pub fn parse(s: &str) -> Result<Duration, String> {
         let bad = || format!("invalid duration {s:?} (use e.g. \"15s\", \"1m30s\", \"500ms\")");
-        if s.is_empty() {
-            return Err(bad());
-        }
-        if s == "0" {
+        let too_long = || format!("duration {s:?} is out of range: at most {} (Go's longest)", format(&MAX_DURATION));
+        let max = MAX_DURATION.as_nanos();
+        let (negative, rest) = match s.strip_prefix('-') {
+            Some(r) => (true, r),
+            None => (false, s.strip_prefix('+').unwrap_or(s)),
+        };
+        if rest == "0" {
             return Ok(Duration::ZERO);
         }
-        let mut total = 0f64;
-        let mut rest = s;
+        if rest.is_empty() {
+            return Err(bad());
+        }
+        let mut total: u128 = 0;
+        let mut rest = rest;
         while !rest.is_empty() {
-            let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
-            if num_len == 0 {
+            let int_len = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+            let (int_digits, after) = rest.split_at(int_len);
+            let (frac_digits, after) = match after.strip_prefix('.') {
+                Some(f) => f.split_at(f.find(|c: char| !c.is_ascii_digit()).unwrap_or(f.len())),
+                None => ("", after),
+            };
+            if int_digits.is_empty() && frac_digits.is_empty() {
                 return Err(bad());
             }
-            let n: f64 = rest[..num_len].parse().map_err(|_| bad())?;
-            rest = &rest[num_len..];
-            let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-            let scale = match &rest[..unit_len] {
-                "ns" => 1e-9,
-                "us" | "µs" => 1e-6,
-                "ms" => 1e-3,
-                "s" => 1.0,
-                "m" => 60.0,
-                "h" => 3600.0,
+            let unit_len = after.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(after.len());
+            let (unit, after) = after.split_at(unit_len);
+            let unit_nanos: u128 = match unit {
+                "ns" => 1,
+                "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
+                "ms" => 1_000_000,
+                "s" => NANOS_PER_SEC,
+                "m" => 60 * NANOS_PER_SEC,
+                "h" => 3600 * NANOS_PER_SEC,
                 _ => return Err(bad()),
             };
-            total += n * scale;
-            rest = &rest[unit_len..];
+            // Past `max` the value is refused anyway: stop before u128 could overflow.
+            let mut whole: u128 = 0;
+            for d in int_digits.bytes() {
+                whole = whole * 10 + u128::from(d - b'0');
+                if whole > max {
+                    return Err(too_long());
+                }
+            }
+            // Digits past the 20th are below a nanosecond even in hours: dropped, as Go drops them.
+            let (mut frac, mut scale) = (0u128, 1u128);
+            for d in frac_digits.bytes().take(20) {
+                frac = frac * 10 + u128::from(d - b'0');
+                scale *= 10;
+            }
+            total = whole
+                .checked_mul(unit_nanos)
+                .and_then(|w| w.checked_add(frac * unit_nanos / scale))
+                .and_then(|v| v.checked_add(total))
+                .filter(|t| *t <= max)
+                .ok_or_else(too_long)?;
+            rest = after;
         }
-        Ok(Duration::from_secs_f64(total))
+        if negative && total > 0 {
+            return Err(format!("duration {s:?} is out of range: must not be negative"));
+        }
+        let secs = u64::try_from(total / NANOS_PER_SEC).map_err(|_| too_long())?;
+        Ok(Duration::new(secs, (total % NANOS_PER_SEC) as u32))
     }
 
+    /// The shortest exact Go form (`1h30m`, `15s`, `1.5s`, `500ms`, `0s`),
+    /// which [`parse`] reads back to the same duration.
     pub fn format(d: &Duration) -> String {
-        let ms = d.as_millis();
-        if ms.is_multiple_of(1000) { format!("{}s", ms / 1000) } else { format!("{ms}ms") }
+        let (secs, nanos) = (d.as_secs(), d.subsec_nanos());
+        if secs == 0 {
+            return match nanos {
+                0 => "0s".into(),
+                n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
+                n if n % 1_000 == 0 => format!("{}us", n / 1_000),
+                n => format!("{n}ns"),
+            };
+        }
+        let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+        let mut out = String::new();
+        if h > 0 {
+            out.push_str(&format!("{h}h"));
+        }
+        if m > 0 {
+            out.push_str(&format!("{m}m"));
+        }
+        if nanos > 0 {
+            let frac = format!("{nanos:09}");
+            out.push_str(&format!("{s}.{}s", frac.trim_end_matches('0')));
+        } else if s > 0 {
+            out.push_str(&format!("{s}s"));
+        }
+        out
     }
 
     pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

@@ -28,6 +28,10 @@ pub const LABEL_APP: &str = "app";
 pub const LABEL_APP_NAME: &str = "app.kubernetes.io/name";
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
+/// The temperatures a node may report, in °C: outside, a reading is a
+/// broken sensor, not a fact.
+pub const CELSIUS: crate::bounds::Interval = crate::bounds::Interval::closed(-100.0, 300.0);
+
 /// Which cloud a node is in (label `gpu-scheduler.io/cloud`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Cloud {
@@ -265,9 +269,9 @@ impl NodeFacts {
         let annotated_alert = time(ANNOTATION_LAST_ALERT);
         let temperature_celsius =
             annotations.get(ANNOTATION_TEMPERATURE).and_then(|raw| match raw.trim().parse::<f64>() {
-                Ok(t) if t.is_finite() && (-100.0..=300.0).contains(&t) => Some(t),
+                Ok(t) if CELSIUS.contains(t) => Some(t),
                 Ok(_) => {
-                    warn(ANNOTATION_TEMPERATURE, raw, "not a plausible temperature in °C".into());
+                    warn(ANNOTATION_TEMPERATURE, raw, format!("not a plausible temperature: must be in {CELSIUS} °C"));
                     None
                 }
                 Err(_) => {
@@ -302,10 +306,14 @@ impl NodeFacts {
     }
 }
 
-/// RFC 3339 → milliseconds since the epoch.
+/// What [`parse_time`] reads, for messages.
+pub const TIME_RANGE: &str = "an RFC 3339 time from 1970 to 9999 (e.g. 2026-01-31T12:00:00Z)";
+
+/// RFC 3339 → milliseconds since the epoch (the engine's clock starts in
+/// 1970; RFC 3339 ends in 9999).
 pub fn parse_time(raw: &str) -> Result<Millis, String> {
-    let ts: jiff::Timestamp = raw.trim().parse().map_err(|_| "not an RFC 3339 time".to_string())?;
-    Millis::try_from(ts.as_millisecond()).map_err(|_| "before 1970".to_string())
+    let ts: jiff::Timestamp = raw.trim().parse().map_err(|_| format!("not {TIME_RANGE}"))?;
+    Millis::try_from(ts.as_millisecond()).map_err(|_| format!("before 1970: must be {TIME_RANGE}"))
 }
 
 /// A pod's service: its namespace and `app` label, else

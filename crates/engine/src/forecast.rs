@@ -103,13 +103,15 @@ impl ForecastConfig {
         if !whole_hours(&self.history) || self.history_hours() < DAY_HOURS {
             return Err(ConfigError::new(
                 format!("{path}.history"),
-                format!("must be a whole number of hours, at least 24h, got {}", go_duration::format(&self.history)),
+                format!(
+                    "must be a whole number of hours from 24h to {}, got {}",
+                    go_duration::format(&crate::bounds::MAX_DURATION),
+                    go_duration::format(&self.history)
+                ),
             ));
         }
         for (field, v) in [("holdShare", self.hold_share), ("maxHeldShare", self.max_held_share)] {
-            if !(v > 0.0 && v <= 1.0) {
-                return Err(ConfigError::new(format!("{path}.{field}"), format!("must be in (0, 1], got {v}")));
-            }
+            ConfigError::check(format!("{path}.{field}"), crate::bounds::Interval::above(0.0, 1.0).check(v))?;
         }
         Ok(())
     }

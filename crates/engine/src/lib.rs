@@ -6,6 +6,7 @@
 //! both drive it.
 
 pub mod algorithm;
+pub mod bounds;
 pub mod cache;
 pub mod config;
 pub mod convert;

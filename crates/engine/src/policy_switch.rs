@@ -95,16 +95,15 @@ impl PolicySwitchConfig {
             if !names.insert(r.name.as_str()) {
                 return Err(ConfigError::new(format!("{at}.name"), format!("duplicate rule name {:?}", r.name)));
             }
-            let threshold = match (r.when.at_least, r.when.below) {
-                (Some(t), None) | (None, Some(t)) => t,
+            let (field, threshold) = match (r.when.at_least, r.when.below) {
+                (Some(t), None) => ("atLeast", t),
+                (None, Some(t)) => ("below", t),
                 _ => return Err(ConfigError::new(format!("{at}.when"), "needs exactly one of atLeast and below")),
             };
-            if !(threshold.is_finite() && (0.0..=100.0).contains(&threshold)) {
-                return Err(ConfigError::new(
-                    format!("{at}.when"),
-                    "the threshold must be between 0 and 100 (percent)",
-                ));
-            }
+            ConfigError::check(
+                format!("{at}.when.{field}"),
+                crate::bounds::Interval::closed(0.0, 100.0).check(threshold).map_err(|m| format!("{m} (percent)")),
+            )?;
             if r.gpu_placement.is_none() && r.weights.is_empty() {
                 return Err(ConfigError::new(at, "changes nothing: set gpuPlacement or weights"));
             }
@@ -166,15 +165,22 @@ pub struct Load {
 }
 
 impl Load {
-    /// Counts `info` in (`delta` 1) or out (`delta` -1).
+    /// Counts `info` in (`delta` 1) or out (`delta` -1). Sums over the
+    /// cluster saturate rather than wrap (a node holds at most
+    /// `resources::MAX_AMOUNT` cpu: thousands of such nodes reach the bound).
     pub fn apply(&mut self, info: &NodeInfo, delta: i64) {
         let gpus = &info.gpus;
         let capacity = gpus.count() as i64 * i64::from(crate::devices::MILLI_PER_GPU);
-        let allocated = (capacity - gpus.free_total()).clamp(0, capacity);
-        self.gpu_capacity_milli += delta * capacity;
-        self.gpu_allocated_milli += delta * allocated;
-        self.cpu_allocatable_milli += delta * info.node.allocatable.milli_cpu;
-        self.cpu_requested_milli += delta * info.requested.milli_cpu.min(info.node.allocatable.milli_cpu);
+        let allocated = capacity.saturating_sub(gpus.free_total()).clamp(0, capacity);
+        let requested = info.requested.milli_cpu.min(info.node.allocatable.milli_cpu);
+        for (sum, v) in [
+            (&mut self.gpu_capacity_milli, capacity),
+            (&mut self.gpu_allocated_milli, allocated),
+            (&mut self.cpu_allocatable_milli, info.node.allocatable.milli_cpu),
+            (&mut self.cpu_requested_milli, requested),
+        ] {
+            *sum = sum.saturating_add(v.saturating_mul(delta));
+        }
     }
 
     /// `metric` in percent; None when the cluster has none of the resource.
@@ -315,7 +321,10 @@ mod tests {
                 PolicySwitchConfig { hysteresis: 5.0, rules: vec![rule("a", Some(1.0), Some(2.0))] },
                 "p.rules[0].when: needs exactly one",
             ),
-            (PolicySwitchConfig { hysteresis: 5.0, rules: vec![rule("a", Some(120.0), None)] }, "p.rules[0].when: the"),
+            (
+                PolicySwitchConfig { hysteresis: 5.0, rules: vec![rule("a", Some(120.0), None)] },
+                "p.rules[0].when.atLeast: must be in [0, 100]",
+            ),
             (
                 PolicySwitchConfig {
                     hysteresis: 5.0,

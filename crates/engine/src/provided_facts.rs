@@ -32,11 +32,13 @@ impl ProvidedFacts {
     }
 
     /// Lays these facts over what the node object said: the later alert
-    /// wins, a provided temperature replaces the annotation's.
+    /// wins, a provided temperature replaces the annotation's, unless it is
+    /// no plausible temperature (a broken sensor reads as 1e308 too): as an
+    /// annotation's, it then counts as none.
     pub fn apply(&self, facts: &mut NodeFacts) {
         facts.last_hardware_alert = facts.last_hardware_alert.max(self.event_alert);
         if let Some(t) = self.numbers.get(FACT_TEMPERATURE) {
-            facts.temperature_celsius = Some(*t);
+            facts.temperature_celsius = Some(*t).filter(|t| crate::facts::CELSIUS.contains(*t));
         }
         facts.numbers = self.numbers.clone();
     }
@@ -102,18 +104,13 @@ impl PrometheusFact {
         if self.node_label.is_empty() {
             return Err(ConfigError::new(format!("{path}.nodeLabel"), "must not be empty"));
         }
-        if self.interval.is_zero() {
-            return Err(ConfigError::new(format!("{path}.interval"), "must be longer than 0"));
-        }
-        if self.timeout.is_zero() || self.timeout > self.interval {
-            return Err(ConfigError::new(
-                format!("{path}.timeout"),
-                "must be longer than 0 and not longer than interval",
-            ));
-        }
-        if self.max_age < self.interval {
-            return Err(ConfigError::new(format!("{path}.maxAge"), "must not be shorter than interval"));
-        }
+        use crate::bounds::{MAX_DURATION, duration};
+        use crate::config::MIN_DURATION;
+        ConfigError::check(format!("{path}.interval"), duration(self.interval, MIN_DURATION, MAX_DURATION))?;
+        ConfigError::check(format!("{path}.timeout"), duration(self.timeout, MIN_DURATION, self.interval))
+            .map_err(|e| ConfigError::new(e.path, format!("{} (at most interval)", e.message)))?;
+        ConfigError::check(format!("{path}.maxAge"), duration(self.max_age, self.interval, MAX_DURATION))
+            .map_err(|e| ConfigError::new(e.path, format!("{} (at least interval)", e.message)))?;
         Ok(())
     }
 }
@@ -181,6 +178,11 @@ mod tests {
                 ProvidedFacts { numbers: [(FACT_TEMPERATURE.to_string(), 91.0)].into(), ..Default::default() },
                 Some(5_000),
                 Some(91.0),
+            ),
+            (
+                ProvidedFacts { numbers: [(FACT_TEMPERATURE.to_string(), 1e308)].into(), ..Default::default() },
+                Some(5_000),
+                None,
             ),
         ];
         for (provided, alert, temperature) in cases {

@@ -258,7 +258,7 @@ impl SchedulingQueue {
     }
 
     fn backoff_expiry(&self, qp: &QueuedPod) -> Millis {
-        (qp.timestamp + self.backoff_duration(qp.attempts)).max(qp.not_before)
+        qp.timestamp.saturating_add(self.backoff_duration(qp.attempts)).max(qp.not_before)
     }
 
     /// Moves pods whose backoff expired, and pods unschedulable for longer

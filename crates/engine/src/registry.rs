@@ -79,6 +79,12 @@ impl ArgsError {
     pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
         ArgsError { path: path.into(), message: message.into() }
     }
+
+    /// The value a range check (`crate::bounds`) let through, or its
+    /// message as the error of the field at `path`.
+    pub fn check<T>(path: impl Into<String>, checked: Result<T, String>) -> Result<T, ArgsError> {
+        checked.map_err(|m| ArgsError::new(path, m))
+    }
 }
 
 /// Builds a plugin from its args (`None` when the profile gives none).
@@ -117,7 +123,8 @@ pub fn decode_args<T: DeserializeOwned + Default>(args: Option<&serde_json::Valu
     }
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
-        ArgsError::new(if path == "." { String::new() } else { path }, e.into_inner().to_string())
+        let message = crate::bounds::with_type_range(e.into_inner().to_string());
+        ArgsError::new(if path == "." { String::new() } else { path }, message)
     })
 }
 

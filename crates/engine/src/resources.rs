@@ -18,6 +18,14 @@ pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
 /// The same for memory (`DefaultMemoryRequest`): 200 MiB.
 pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
 
+/// The most of any resource one object holds here (a node's allocatable,
+/// a pod's request), in the units below: 2^52, i.e. 4 PiB of memory or
+/// 4.5 billion cores. The API server accepts more (up to 2^63 milli); such
+/// an amount is held as this one, which no pod fits under and no request
+/// comes close to, so it decides the same. Sums over 2,048 objects of
+/// this size stay exact in i64; past that they saturate.
+pub const MAX_AMOUNT: i64 = 1 << 52;
+
 /// A bundle of resource amounts. Scalar (extended) resources are kept in a
 /// small vector sorted by name: pods and nodes have few of them, and a
 /// lookup by linear scan beats hashing at that size.
@@ -71,27 +79,30 @@ impl Resources {
         &self.scalar
     }
 
-    /// Adds `other` into `self` (used for sums of containers and of pods on a node).
+    /// Adds `other` into `self` (used for sums of containers and of pods
+    /// on a node). Saturates: amounts are at most [`MAX_AMOUNT`] each, so
+    /// only thousands of the largest objects reach the bound.
     pub fn add(&mut self, other: &Resources) {
-        self.milli_cpu += other.milli_cpu;
-        self.memory += other.memory;
-        self.ephemeral_storage += other.ephemeral_storage;
-        self.allowed_pod_number += other.allowed_pod_number;
+        self.milli_cpu = self.milli_cpu.saturating_add(other.milli_cpu);
+        self.memory = self.memory.saturating_add(other.memory);
+        self.ephemeral_storage = self.ephemeral_storage.saturating_add(other.ephemeral_storage);
+        self.allowed_pod_number = self.allowed_pod_number.saturating_add(other.allowed_pod_number);
         for (name, v) in &other.scalar {
             let cur = self.scalar(name);
-            self.set(name, cur + v);
+            self.set(name, cur.saturating_add(*v));
         }
     }
 
-    /// Subtracts `other` from `self` (a pod leaving a node).
+    /// Subtracts `other` from `self` (a pod leaving a node); saturates as
+    /// [`Resources::add`].
     pub fn sub(&mut self, other: &Resources) {
-        self.milli_cpu -= other.milli_cpu;
-        self.memory -= other.memory;
-        self.ephemeral_storage -= other.ephemeral_storage;
-        self.allowed_pod_number -= other.allowed_pod_number;
+        self.milli_cpu = self.milli_cpu.saturating_sub(other.milli_cpu);
+        self.memory = self.memory.saturating_sub(other.memory);
+        self.ephemeral_storage = self.ephemeral_storage.saturating_sub(other.ephemeral_storage);
+        self.allowed_pod_number = self.allowed_pod_number.saturating_sub(other.allowed_pod_number);
         for (name, v) in &other.scalar {
             let cur = self.scalar(name);
-            self.set(name, cur - v);
+            self.set(name, cur.saturating_sub(*v));
         }
     }
 

@@ -77,15 +77,11 @@ impl Default for SpotDrainConfig {
 
 impl SpotDrainConfig {
     pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
-        if self.window.is_zero() {
-            return Err(ConfigError::new(format!("{path}.window"), "must be longer than 0"));
+        use crate::bounds::{MAX_DURATION, duration, int};
+        for (field, d) in [("window", self.window), ("interval", self.interval)] {
+            ConfigError::check(format!("{path}.{field}"), duration(d, crate::config::MIN_DURATION, MAX_DURATION))?;
         }
-        if self.interval.is_zero() {
-            return Err(ConfigError::new(format!("{path}.interval"), "must be longer than 0"));
-        }
-        if self.max_evictions == 0 {
-            return Err(ConfigError::new(format!("{path}.maxEvictions"), "must be at least 1"));
-        }
+        ConfigError::check(format!("{path}.maxEvictions"), int(self.max_evictions, 1, u32::MAX))?;
         Ok(())
     }
 

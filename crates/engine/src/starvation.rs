@@ -57,15 +57,9 @@ impl Default for StarvationGuardConfig {
 
 impl StarvationGuardConfig {
     pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
-        if self.after.is_zero() {
-            return Err(ConfigError::new(format!("{path}.after"), "must be greater than 0"));
-        }
-        if !(self.max_held_share > 0.0 && self.max_held_share <= 1.0) {
-            return Err(ConfigError::new(
-                format!("{path}.maxHeldShare"),
-                format!("must be in (0, 1], got {}", self.max_held_share),
-            ));
-        }
+        use crate::bounds::{Interval, MAX_DURATION, duration};
+        ConfigError::check(format!("{path}.after"), duration(self.after, crate::config::MIN_DURATION, MAX_DURATION))?;
+        ConfigError::check(format!("{path}.maxHeldShare"), Interval::above(0.0, 1.0).check(self.max_held_share))?;
         Ok(())
     }
 

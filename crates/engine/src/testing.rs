@@ -150,3 +150,128 @@ impl PodBuilder {
         Arc::new(self.0)
     }
 }
+
+/// Extreme values for the tests of every parser of outside numbers (issue
+/// "hostile numbers"): the property tests draw from them, the config and
+/// annotation sweep (`crates/cli/tests/hostile_numbers.rs`) tries each, and
+/// `fuzz/seeds` holds them, so that a value past a type's range is found by
+/// the tests, not by a user.
+pub mod extremes {
+    /// Numbers as a YAML or annotation author may write them: ±0, negative,
+    /// NaN, ±inf, 2^31, 2^32, 2^63, 2^64, 1e308, 1e-320 (subnormal), huge
+    /// exponents, and the spellings of each that parsers disagree on.
+    pub const NUMBERS: &[&str] = &[
+        "0",
+        "-0",
+        "-0.0",
+        "-1",
+        "0.5",
+        "1e-9",
+        "1e-320",
+        "-1e-320",
+        ".nan",
+        "NaN",
+        ".inf",
+        "-.inf",
+        "inf",
+        "-Infinity",
+        "2147483647",
+        "2147483648",
+        "4294967296",
+        "9223372036854775807",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "18446744073709551615",
+        "18446744073709551616",
+        "1e308",
+        "-1e308",
+        "1.7976931348623157e308",
+        "1e999",
+        "-1e999",
+        "1e-999",
+        "0x7fffffffffffffff",
+        "1_000",
+    ];
+
+    /// Go durations: zero and negative, each unit suffix at 1, 2^63 and 2^64
+    /// and beyond, Go's longest duration and one past it, fractions finer
+    /// than a nanosecond, and spellings that are not durations at all.
+    pub const DURATIONS: &[&str] = &[
+        "0",
+        "-0",
+        "0s",
+        "-0s",
+        "-1s",
+        "-1ns",
+        "+1s",
+        "0.1ns",
+        "0.000000000000000000000000000001h",
+        ".5s",
+        "5.s",
+        "1.5h",
+        "1h1m1s1ms1us1ns",
+        "1ns",
+        "1us",
+        "1µs",
+        "1μs",
+        "1ms",
+        "1s",
+        "1m",
+        "1h",
+        "9223372036854775807ns",
+        "9223372036854775808ns",
+        "9223372036854775807us",
+        "9223372036854775807µs",
+        "9223372036854775807ms",
+        "9223372036854775807s",
+        "9223372036854775807m",
+        "9223372036854775807h",
+        "18446744073709551616ns",
+        "18446744073709551616us",
+        "18446744073709551616ms",
+        "18446744073709551616s",
+        "18446744073709551616m",
+        "18446744073709551616h",
+        "100000000000000000000h",
+        "99999999999999999999999999999999999999999999999999h",
+        "2562047h47m16.854775807s",
+        "2562047h47m16.854775808s",
+        "2562048h",
+        "9223372036s",
+        "9223372037s",
+        "2147483647s",
+        "2147483648s",
+        "1e308s",
+        "1e-320s",
+        "NaNs",
+        "infh",
+        "1d",
+        "s",
+        "",
+    ];
+
+    /// RFC 3339 times at and past the ends of what the parsers and the
+    /// engine's milliseconds hold, and dates that do not exist.
+    pub const TIMESTAMPS: &[&str] = &[
+        "0001-01-01T00:00:00Z",
+        "1969-12-31T23:59:59.999Z",
+        "1970-01-01T00:00:00Z",
+        "2262-04-11T23:47:16.854775808Z",
+        "9999-12-31T23:59:59.999999999Z",
+        "10000-01-01T00:00:00Z",
+        "-009999-01-01T00:00:00Z",
+        "+009999-12-31T23:59:59Z",
+        "2026-01-01T00:00:00+23:59",
+        "2026-01-01T00:00:00-23:59",
+        "2026-01-01T00:00:00+99:99",
+        "2026-02-30T00:00:00Z",
+        "2026-01-01T24:00:00Z",
+        "2026-01-01T00:00:60Z",
+        "2026-01-01T00:00:00.00000000000000000001Z",
+    ];
+
+    /// Every list above, for a value that may hold any of them.
+    pub fn all() -> impl Iterator<Item = &'static str> {
+        NUMBERS.iter().chain(DURATIONS).chain(TIMESTAMPS).copied()
+    }
+}

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use engine::config::{ExtenderConfig, ExtenderTlsConfig};
-use engine::extender::{Extender, ExtenderError, ExtenderFilterResult};
+use engine::extender::{Extender, ExtenderError, ExtenderFilterResult, MAX_EXTENDER_PRIORITY};
 use engine::model::Pod;
 use engine::node_info::NodeInfo;
 use serde_json::{Map, Value, json};
@@ -49,6 +49,22 @@ pub struct HttpExtender {
     agent: ureq::Agent,
 }
 
+/// `name` as `&'static str` (what [`Extender::name`] returns), kept once
+/// per distinct name: a configuration reloaded again and again re-uses it
+/// instead of leaking a copy each time (the fuzzer's leak check found the
+/// copies).
+fn intern(name: &str) -> &'static str {
+    static NAMES: std::sync::Mutex<std::collections::BTreeSet<&'static str>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = names.get(name) {
+        return n;
+    }
+    let n: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.insert(n);
+    n
+}
+
 /// The configured extenders, in order.
 pub fn from_config(configs: &[ExtenderConfig]) -> Result<Vec<Arc<dyn Extender>>, SetupError> {
     configs.iter().enumerate().map(|(i, c)| HttpExtender::new(i, c).map(|e| Arc::new(e) as Arc<dyn Extender>)).collect()
@@ -64,7 +80,7 @@ impl HttpExtender {
             config = config.tls_config(tls(index, c.tls_config.as_ref())?);
         }
         let agent = ureq::Agent::new_with_config(config.build());
-        let name: &'static str = Box::leak(c.url_prefix.trim_end_matches('/').to_string().into_boxed_str());
+        let name = intern(c.url_prefix.trim_end_matches('/'));
         Ok(HttpExtender {
             name,
             filter_verb: c.filter_verb.trim_matches('/').to_string(),
@@ -215,18 +231,26 @@ pub fn decode_filter(text: &str, node_cache_capable: bool) -> Result<ExtenderFil
 }
 
 /// An extender's answer to the prioritize verb (`HostPriorityList`):
-/// host and score pairs; entries without both are skipped.
+/// host and score pairs; entries without both are skipped. A score that
+/// is not an integer from 0 to 10 (`MaxExtenderPriority`) makes the whole
+/// answer an error: the extender is broken, its other scores are suspect.
 pub fn decode_prioritize(text: &str) -> Result<Vec<(String, i64)>, String> {
     let Value::Array(list) = json_answer(text)? else {
         return Err("the answer is not a HostPriorityList".into());
     };
-    Ok(list
-        .iter()
-        .filter_map(|h| {
-            let host = field(h, "host")?.as_str()?.to_string();
-            Some((host, field(h, "score")?.as_i64()?))
-        })
-        .collect())
+    let mut out = Vec::with_capacity(list.len());
+    for (i, h) in list.iter().enumerate() {
+        let (Some(host), Some(score)) = (field(h, "host").and_then(Value::as_str), field(h, "score")) else {
+            continue;
+        };
+        // -0 (and 0.0) is zero, though serde_json reads it as a float.
+        let as_int = score.as_i64().or_else(|| score.as_f64().filter(|f| *f == 0.0).map(|_| 0));
+        let score = as_int.filter(|s| (0..=MAX_EXTENDER_PRIORITY).contains(s)).ok_or_else(|| {
+            format!("[{i}] (host {host:?}): Score must be an integer from 0 to {MAX_EXTENDER_PRIORITY}, got {score}")
+        })?;
+        out.push((host.to_string(), score));
+    }
+    Ok(out)
 }
 
 /// An extender's answer to the bind verb (`ExtenderBindingResult`): its
@@ -339,4 +363,17 @@ fn tls(index: usize, c: Option<&ExtenderTlsConfig>) -> Result<ureq::tls::TlsConf
         (None, Some(_)) => return Err(err("certData", "a client key needs its certificate".into())),
     }
     Ok(b.disable_verification(c.insecure).build())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_is_kept_once_however_often_it_is_configured() {
+        let a = intern("http://x:1/scheduler");
+        let b = intern(&String::from("http://x:1/scheduler"));
+        assert!(std::ptr::eq(a, b), "the second configuration re-uses the first's name");
+        assert_eq!(intern("http://y:1"), "http://y:1");
+    }
 }

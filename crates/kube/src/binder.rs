@@ -144,7 +144,7 @@ impl Binder for ApiBinder {
                     .await
                     .map_err(|e| format!("binding volumes: claim {claim_key}: {e}"))?;
             }
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout_seconds);
+            let deadline = volume_deadline(tokio::time::Instant::now(), timeout_seconds);
             let keys = bindings.static_bindings.iter().map(|(c, _)| c).chain(&bindings.provisionings);
             for claim_key in keys {
                 let (_, name) = claim_key.split_once('/').unwrap_or(("", claim_key));
@@ -153,7 +153,7 @@ impl Binder for ApiBinder {
                     if claim.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound") {
                         break;
                     }
-                    if tokio::time::Instant::now() >= deadline {
+                    if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
                         return Err(format!(
                             "binding volumes: timed out after {timeout_seconds}s waiting for claim {claim_key} to be bound"
                         ));
@@ -303,6 +303,13 @@ async fn unwrite_claim(api: &Api<ResourceClaim>, d: &ClaimDecision) -> Result<()
 /// How often PreBind looks whether the PV controller bound the claims.
 const VOLUME_POLL: Duration = Duration::from_millis(500);
 
+/// When PreBind stops waiting for the claims: `timeout_seconds` from
+/// `now`, or never when that is past what the clock can hold (the plugin
+/// refuses more than Go's longest duration; this is public).
+fn volume_deadline(now: tokio::time::Instant, timeout_seconds: u64) -> Option<tokio::time::Instant> {
+    now.checked_add(Duration::from_secs(timeout_seconds))
+}
+
 /// The PV patch that hands a static volume to a claim, as kube's binder
 /// writes it (the annotation tells the PV controller the binding is the
 /// scheduler's, not a user's pre-binding).
@@ -325,6 +332,19 @@ mod tests {
         assert_eq!(b["metadata"]["uid"], serde_json::Value::String(pod.uid.clone()));
         assert_eq!(b["target"], serde_json::json!({"apiVersion": "v1", "kind": "Node", "name": "n1"}));
         assert!(b["metadata"].get("annotations").is_none(), "no devices, no annotation");
+    }
+
+    /// The review's case: a huge bindTimeoutSeconds overflowed the clock.
+    #[test]
+    fn a_volume_deadline_past_the_clock_is_never() {
+        let now = tokio::time::Instant::now();
+        assert!(volume_deadline(now, 600).is_some_and(|d| d > now));
+        for secs in [engine::config::MAX_SECONDS, i64::MAX as u64, u64::MAX] {
+            // Go's longest duration still fits the clock; past it, no deadline (no panic).
+            let d = volume_deadline(now, secs);
+            assert!(d.is_none_or(|d| d > now), "{secs}");
+        }
+        assert_eq!(volume_deadline(now, u64::MAX), None);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use engine::config::ClientConnection;
+use engine::config::{ClientConnection, MAX_BURST, MAX_QPS, MIN_QPS};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use kube::Client;
 use kube::client::ClientBuilder;
@@ -87,8 +87,12 @@ impl RateLimit {
         if !(limits.qps.is_finite() && limits.qps > 0.0) {
             return RateLimit { limiter: None };
         }
-        let period = Duration::from_secs_f64(1.0 / f64::from(limits.qps));
-        let burst = NonZeroU32::new(limits.burst.max(1)).unwrap_or(NonZeroU32::MIN);
+        // Validation keeps both in range; clamped again here because the
+        // bucket's arithmetic (u64 nanoseconds: period, burst × period)
+        // overflows past them, and this is public.
+        let qps = f64::from(limits.qps).clamp(MIN_QPS, MAX_QPS);
+        let period = Duration::try_from_secs_f64(1.0 / qps).unwrap_or(Duration::from_secs(1000));
+        let burst = NonZeroU32::new(limits.burst.clamp(1, MAX_BURST)).unwrap_or(NonZeroU32::MIN);
         let quota = Quota::with_period(period).map(|q| q.allow_burst(burst));
         RateLimit { limiter: quota.map(|q| Arc::new(RateLimiter::direct(q))) }
     }
@@ -154,6 +158,18 @@ mod tests {
             assert!(RateLimit::new(&ClientConnection { qps, burst: 10 }).limiter.is_none(), "{qps}");
         }
         assert!(RateLimit::new(&ClientConnection { qps: 50.0, burst: 0 }).limiter.is_some());
+    }
+
+    /// The review's case: a tiny positive qps made 1/qps too long for a
+    /// Duration (a panic); huge ones, too short for the bucket.
+    #[test]
+    fn extreme_limits_neither_panic_nor_lift_the_limit() {
+        for qps in [1e-40, f32::MIN_POSITIVE, 1e-3, 1e6, 3e38, f32::MAX] {
+            for burst in [0, 1, u32::MAX] {
+                let limit = RateLimit::new(&ClientConnection { qps, burst });
+                assert!(limit.limiter.is_some(), "qps {qps}, burst {burst}");
+            }
+        }
     }
 
     #[test]

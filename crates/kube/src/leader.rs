@@ -167,7 +167,8 @@ impl Elector {
         next.renew_time = Some(now.clone());
         if !ours {
             next.acquire_time = Some(now);
-            next.lease_transitions = Some(spec.lease_transitions.unwrap_or(0) + 1);
+            // Another program's Lease may hold any count: never wrap.
+            next.lease_transitions = Some(spec.lease_transitions.unwrap_or(0).saturating_add(1));
         }
         lease.spec = Some(next.clone());
         match self.api.replace(&c.name, &PostParams::default(), &lease).await {
@@ -206,7 +207,8 @@ impl Elector {
 fn jitter(period: Duration, seed: usize) -> Duration {
     let nanos = jiff::Timestamp::now().subsec_nanosecond().unsigned_abs() as usize;
     let fraction = ((nanos ^ seed.wrapping_mul(2_654_435_761)) % 1000) as f64 / 1000.0;
-    period.mul_f64(1.0 + 0.2 * fraction)
+    // A fifth of any Duration fits one; the sum saturates (no panic at any period).
+    period.saturating_add(period.mul_f64(0.2 * fraction))
 }
 
 /// A replica identity: `HOSTNAME` (the pod name in a cluster) and a
@@ -227,6 +229,9 @@ mod tests {
         for seed in 0..50 {
             let j = jitter(Duration::from_secs(2), seed);
             assert!(j >= Duration::from_secs(2) && j <= Duration::from_millis(2400), "{j:?}");
+        }
+        for period in [engine::bounds::MAX_DURATION, Duration::MAX] {
+            assert!(jitter(period, 7) >= period);
         }
     }
 

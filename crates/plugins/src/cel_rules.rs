@@ -155,8 +155,15 @@ impl CelRules {
                         ));
                     }
                     let weight = r.weight.unwrap_or(1.0);
-                    if !(weight.is_finite() && weight > 0.0) {
-                        return Err(ArgsError::new(at("weight"), format!("rule {name:?}: must be a number above 0")));
+                    if !engine::config::WEIGHT.contains(weight) {
+                        return Err(ArgsError::new(
+                            at("weight"),
+                            format!(
+                                "rule {name:?}: must be in {}, got {}",
+                                engine::config::WEIGHT,
+                                engine::bounds::show(weight)
+                            ),
+                        ));
                     }
                     ("score", s, Kind::Score { weight })
                 }
@@ -879,7 +886,7 @@ mod tests {
             (json!([{ "name": "g", "filter": "true" }, { "name": "g", "score": "1" }]), "rules[1].name", "twice"),
             (json!([{ "name": "h", "filter": "true", "score": "1" }]), "rules[0].score", "both"),
             (json!([{ "name": "i" }]), "rules[0].filter", "needs a filter or a score"),
-            (json!([{ "name": "j", "score": "1", "weight": 0 }]), "rules[0].weight", "above 0"),
+            (json!([{ "name": "j", "score": "1", "weight": 0 }]), "rules[0].weight", "must be in (0, 2147483647]"),
             (json!([{ "name": "k", "filter": "true", "weight": 2 }]), "rules[0].weight", "no weight"),
             (json!([{ "name": "l", "score": "1", "message": "m" }]), "rules[0].message", "no message"),
             (json!([{ "name": " ", "filter": "true" }]), "rules[0].name", "empty"),

@@ -73,10 +73,11 @@ pub fn decode_no_args(args: Option<&serde_json::Value>) -> Result<(), ArgsError>
 }
 
 /// A Go duration (`30m`, `1h30m`) from a plugin's args, in milliseconds;
-/// an error names `field`.
+/// an error names `field`. At most Go's longest duration (the parser
+/// refuses more), so far inside the engine's u64 milliseconds.
 pub fn duration_ms(field: &str, value: &str) -> Result<Millis, ArgsError> {
     let d = go_duration::parse(value).map_err(|e| ArgsError::new(field, e))?;
-    Ok(Millis::try_from(d.as_millis()).unwrap_or(Millis::MAX))
+    Ok(engine::bounds::millis(d))
 }
 
 /// `Skip` when `skip` holds, else success: what a PreFilter or PreScore

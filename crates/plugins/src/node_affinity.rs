@@ -253,6 +253,10 @@ fn compile_added(a: ApiNodeAffinity) -> Result<NodeAffinity, ArgsError> {
     };
     let mut added_preferred = Vec::new();
     for (i, p) in a.preferred_during_scheduling_ignored_during_execution.into_iter().enumerate() {
+        // A pod's own preferred terms weigh 1 to 100 (the API server's rule); a
+        // negative one would make the summed score negative, which no
+        // normalisation accepts.
+        ArgsError::check(format!("{PREFERRED_PATH}[{i}].weight"), engine::bounds::int(p.weight, 0, 100))?;
         let term = compile_term(p.preference, &format!("{PREFERRED_PATH}[{i}].preference"))?;
         // kube drops zero-weight and empty terms: they can never add to a score.
         if p.weight != 0 && !(term.match_expressions.is_empty() && term.match_fields.is_empty()) {

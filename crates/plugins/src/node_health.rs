@@ -81,7 +81,8 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
     let args: NodeHealthArgs = decode_args(args)?;
     let window_ms = duration_ms("window", &args.window)?;
     if window_ms == 0 {
-        return Err(ArgsError::new("window", "must be longer than 0"));
+        let longest = engine::config::go_duration::format(&engine::bounds::MAX_DURATION);
+        return Err(ArgsError::new("window", format!("must be from 1ms to {longest}, got {:?}", args.window)));
     }
     Ok(Arc::new(NodeHealth {
         window_ms,

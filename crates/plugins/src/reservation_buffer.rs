@@ -98,9 +98,7 @@ impl Default for ReservationBufferArgs {
 
 impl ReservationBufferArgs {
     pub fn validate(&self) -> Result<(), ArgsError> {
-        if !(self.fraction > 0.0 && self.fraction <= 1.0) {
-            return Err(ArgsError::new("fraction", format!("{}: must be in (0, 1]", self.fraction)));
-        }
+        ArgsError::check("fraction", engine::bounds::Interval::above(0.0, 1.0).check(self.fraction))?;
         if self.gpu_nodes.kept_nodes_percent > 100 {
             return Err(ArgsError::new(
                 "gpuNodes.keptNodesPercent",

@@ -58,12 +58,11 @@ impl Default for TemperatureArgs {
 
 impl TemperatureArgs {
     pub fn validate(&self) -> Result<(), ArgsError> {
+        // The temperatures a node may report (annotation or Prometheus).
         for (field, v) in
             [("maxCelsius", self.max_celsius), ("coolCelsius", self.cool_celsius), ("hotCelsius", self.hot_celsius)]
         {
-            if !v.is_finite() {
-                return Err(ArgsError::new(field, format!("{v}: must be a finite number")));
-            }
+            ArgsError::check(field, engine::facts::CELSIUS.check(v))?;
         }
         if self.cool_celsius >= self.hot_celsius {
             return Err(ArgsError::new(

@@ -70,10 +70,11 @@ pub struct VolumeBinding {
 
 pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsError> {
     let args: VolumeBindingArgs = decode_args(args)?;
-    if args.bind_timeout_seconds < 0 {
-        return Err(ArgsError::new("bindTimeoutSeconds", "invalid BindTimeoutSeconds, should not be a negative value"));
-    }
-    Ok(Arc::new(VolumeBinding { timeout_seconds: args.bind_timeout_seconds.unsigned_abs() }))
+    // kube multiplies it by time.Second: past Go's longest duration it would wrap.
+    let max = engine::config::MAX_SECONDS as i64;
+    let timeout = ArgsError::check("bindTimeoutSeconds", engine::bounds::int(args.bind_timeout_seconds, 0, max))
+        .map_err(|e| ArgsError::new(e.path, format!("invalid BindTimeoutSeconds: {}", e.message)))?;
+    Ok(Arc::new(VolumeBinding { timeout_seconds: timeout.unsigned_abs() }))
 }
 
 /// The pod's claims, sorted out once per cycle.

@@ -51,7 +51,7 @@ struct ZoneCounts(Vec<(Arc<str>, u32)>);
 pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsError> {
     let args: ZoneSpreadArgs = decode_args(args)?;
     if !(0..=MAX_NODE_SCORE).contains(&args.penalty_per_pod) {
-        return Err(ArgsError::new("penaltyPerPod", format!("{}: must be in 0..=100", args.penalty_per_pod)));
+        return Err(ArgsError::new("penaltyPerPod", format!("must be from 0 to 100, got {}", args.penalty_per_pod)));
     }
     Ok(Arc::new(ZoneSpread { penalty_per_pod: args.penalty_per_pod }))
 }

@@ -36,7 +36,7 @@ pub use node::node_from_k8s;
 pub use pdb::pdb_from_k8s;
 pub use pod::pod_from_k8s;
 pub use pod_group::{PodGroupObject, PodGroupSpec, pod_group_from_object};
-pub use queue::{QueueObject, QueueSpec, queue_from_object};
+pub use queue::{QUEUE_WEIGHT, QueueObject, QueueSpec, queue_from_object};
 pub use selectors::label_selector;
 pub use volumes::{claim_from_k8s, class_from_k8s, csi_node_from_k8s, volume_from_k8s};
 

@@ -84,6 +84,9 @@ fn amounts(
     Ok(out)
 }
 
+/// A queue's fair-share weight.
+pub const QUEUE_WEIGHT: crate::bounds::Interval = crate::bounds::Interval::closed(1e-6, 1e6);
+
 /// Converts a Queue; errors name the field.
 pub fn queue_from_object(obj: &QueueObject) -> Result<Queue, ConvertError> {
     let name = non_empty(obj.metadata.name.as_ref()).ok_or_else(|| required("metadata.name", ""))?;
@@ -103,9 +106,11 @@ pub fn queue_from_object(obj: &QueueObject) -> Result<Queue, ConvertError> {
                 serde_json::Value::String(s) => s.trim().parse::<f64>().ok(),
                 _ => None,
             };
-            match w {
-                Some(w) if w.is_finite() && w > 0.0 => w,
-                _ => return Err(invalid("spec.weight", v, "must be a number greater than 0")),
+            // Usage is divided by it: a weight near 0 or past any sibling's would make shares infinite.
+            match w.map(|w| QUEUE_WEIGHT.check(w)) {
+                Some(Ok(w)) => w,
+                Some(Err(m)) => return Err(invalid("spec.weight", v, &m)),
+                None => return Err(invalid("spec.weight", v, &format!("must be a number in {QUEUE_WEIGHT}"))),
             }
         }
     };
@@ -174,7 +179,7 @@ mod tests {
             (
                 "metadata: {name: a}\nspec: {weight: 0}\n",
                 "spec.weight",
-                "Invalid value: 0: must be a number greater than 0",
+                "Invalid value: 0: must be in [0.000001, 1000000], got 0",
             ),
             (
                 "metadata: {name: a}\nspec: {quota: {nvidia.com/gpu: [1]}}\n",

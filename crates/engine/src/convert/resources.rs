@@ -26,6 +26,14 @@ pub(super) fn parse_resource_list(
     for (name, q) in list.into_iter().flatten() {
         let parsed = Quantity::parse(&q.0)
             .map_err(|e| invalid(format!("{path}.{name}"), format_args!("{:?}", q.0), e.reason))?;
+        // The API server's own rule for requests, limits and node resources.
+        if parsed.signum() < 0 {
+            return Err(invalid(
+                format!("{path}.{name}"),
+                format_args!("{:?}", q.0),
+                "must be greater than or equal to 0",
+            ));
+        }
         out.insert(name.clone(), parsed);
     }
     Ok(out)
@@ -59,15 +67,17 @@ fn with_non_missing(list: &ResourceList, non_missing: &ResourceList) -> Resource
 /// Converts to the engine's integer units: cpu in milli, memory and
 /// ephemeral storage in bytes, extended/hugepages resources as counts.
 /// `pods` only when `with_pods` (node allocatable); other names are ignored.
+/// Amounts past [`resources::MAX_AMOUNT`] are held as it.
 pub(super) fn to_resources(list: &ResourceList, with_pods: bool) -> Resources {
     let mut r = Resources::default();
+    let cap = |v: i64| v.min(resources::MAX_AMOUNT);
     for (name, q) in list {
         match name.as_str() {
-            CPU => r.milli_cpu = q.milli_value(),
-            MEMORY => r.memory = q.value(),
-            EPHEMERAL_STORAGE => r.ephemeral_storage = q.value(),
-            PODS if with_pods => r.allowed_pod_number = q.value(),
-            n if resources::is_scalar_resource_name(n) => r.set(n, q.value()),
+            CPU => r.milli_cpu = cap(q.milli_value()),
+            MEMORY => r.memory = cap(q.value()),
+            EPHEMERAL_STORAGE => r.ephemeral_storage = cap(q.value()),
+            PODS if with_pods => r.allowed_pod_number = cap(q.value()),
+            n if resources::is_scalar_resource_name(n) => r.set(n, cap(q.value())),
             _ => {}
         }
     }
@@ -228,8 +238,8 @@ pub(super) fn pod_resources(spec: &corev1::PodSpec) -> Result<(Resources, i64, i
     } else {
         containers.pod_requests(pod_level.as_ref(), &overhead, &non_missing)
     };
-    let non_zero_cpu = non_zero.get(CPU).map_or(0, Quantity::milli_value);
-    let non_zero_mem = non_zero.get(MEMORY).map_or(0, Quantity::value);
+    let non_zero_cpu = non_zero.get(CPU).map_or(0, Quantity::milli_value).min(resources::MAX_AMOUNT);
+    let non_zero_mem = non_zero.get(MEMORY).map_or(0, Quantity::value).min(resources::MAX_AMOUNT);
     Ok((to_resources(&requests, false), non_zero_cpu, non_zero_mem))
 }
 

@@ -112,13 +112,18 @@ pub fn assign(
     devices.filter(|d| !d.is_empty())
 }
 
+/// The most GPU memory a label or an annotation may give, in MiB: 4 PiB,
+/// far past any GPU, and small enough that a node's sums over its pods
+/// and devices, in thousandths of a device, stay inside i64.
+pub const MAX_GPU_MEMORY_MIB: u64 = 1 << 32;
+
 /// Reads the node label [`LABEL_GPU_MEMORY`]: MiB per GPU, if set.
 pub fn gpu_memory_label(labels: &crate::model::Labels) -> Result<Option<u64>, String> {
     match labels.get(LABEL_GPU_MEMORY) {
         None => Ok(None),
         Some(v) => match v.trim().parse::<u64>() {
-            Ok(m) if m > 0 => Ok(Some(m)),
-            _ => Err("must be a positive integer (MiB per GPU)".into()),
+            Ok(m) if (1..=MAX_GPU_MEMORY_MIB).contains(&m) => Ok(Some(m)),
+            _ => Err(format!("must be an integer from 1 to {MAX_GPU_MEMORY_MIB} (MiB per GPU)")),
         },
     }
 }

@@ -104,7 +104,13 @@ impl GpuRequest {
             None => None,
         };
         let memory = match annotations.get(ANNOTATION_GPU_MEMORY_MIB) {
-            Some(v) => parse_int(ANNOTATION_GPU_MEMORY_MIB, v, 1, u64::MAX, "a positive integer (MiB of GPU memory)")?,
+            Some(v) => parse_int(
+                ANNOTATION_GPU_MEMORY_MIB,
+                v,
+                1,
+                super::MAX_GPU_MEMORY_MIB,
+                &format!("an integer from 1 to {} (MiB of GPU memory)", super::MAX_GPU_MEMORY_MIB),
+            )?,
             None => 0,
         };
         let count = match annotations.get(ANNOTATION_ALIBABA_GPU_COUNT) {
@@ -219,12 +225,14 @@ fn slices(requests: &Resources) -> GpuKind {
 }
 
 /// Memory of a MIG profile such as `1g.10gb` or `3g.40gb+me`, in MiB (0
-/// when the name does not say).
+/// when the name does not say, or says more than any GPU has).
 pub fn mig_memory_mib(profile: &str) -> u64 {
     profile
         .split_once('.')
         .and_then(|(_, mem)| mem.split('+').next()?.strip_suffix("gb")?.parse::<u64>().ok())
-        .map_or(0, |gb| gb * 1024)
+        .and_then(|gb| gb.checked_mul(1024))
+        .filter(|m| *m <= super::MAX_GPU_MEMORY_MIB)
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -345,7 +353,7 @@ mod tests {
                 "memory zero",
                 vec![],
                 vec![(ANNOTATION_GPU_MEMORY_MIB, "0")],
-                "metadata.annotations[gpu-scheduler.io/gpu-memory-mib]: Invalid value: \"0\": must be a positive integer (MiB of GPU memory)",
+                "metadata.annotations[gpu-scheduler.io/gpu-memory-mib]: Invalid value: \"0\": must be an integer from 1 to 4294967296 (MiB of GPU memory)",
             ),
             (
                 "count not a number",

@@ -108,6 +108,9 @@ pub struct PriorShape {
     pub weight: f64,
 }
 
+/// The most a prior shape may weigh, in pods seen.
+pub const PRIOR_WEIGHT_MAX: f64 = 1e9;
+
 fn default_coverage() -> f64 {
     0.95
 }
@@ -150,23 +153,16 @@ impl Default for GpuShapesConfig {
 
 impl GpuShapesConfig {
     pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
-        if !(self.coverage > 0.0 && self.coverage <= 1.0) {
-            return Err(ConfigError::new(
-                format!("{path}.coverage"),
-                format!("must be in (0, 1], got {}", self.coverage),
-            ));
-        }
+        use crate::bounds::{Interval, int};
+        ConfigError::check(format!("{path}.coverage"), Interval::above(0.0, 1.0).check(self.coverage))?;
         for (i, p) in self.prior.iter().enumerate() {
             let at = format!("{path}.prior[{i}]");
-            if !p.weight.is_finite() || p.weight <= 0.0 {
-                return Err(ConfigError::new(format!("{at}.weight"), "must be a positive number"));
-            }
-            if p.milli_cpu < 0 {
-                return Err(ConfigError::new(format!("{at}.milliCpu"), "must not be negative"));
-            }
-            if p.gpu_milli == 0 || p.gpu_milli > MILLI_PER_GPU {
-                return Err(ConfigError::new(format!("{at}.gpuMilli"), "must be from 1 to 1000"));
-            }
+            // Worth that many pods seen: summed with them, so kept finite with room.
+            ConfigError::check(format!("{at}.weight"), Interval::above(0.0, PRIOR_WEIGHT_MAX).check(p.weight))?;
+            ConfigError::check(format!("{at}.milliCpu"), int(p.milli_cpu, 0, i64::MAX))?;
+            ConfigError::check(format!("{at}.gpus"), int(p.gpus, 0, super::MAX_DEVICES as u32))?;
+            ConfigError::check(format!("{at}.gpuMilli"), int(p.gpu_milli, 1, MILLI_PER_GPU))?;
+            ConfigError::check(format!("{at}.gpuMemoryMiB"), int(p.gpu_memory_mib, 0, super::MAX_GPU_MEMORY_MIB))?;
             if (p.gpu_milli < MILLI_PER_GPU || p.gpu_memory_mib > 0) && p.gpus != 1 {
                 return Err(ConfigError::new(
                     format!("{at}.gpus"),

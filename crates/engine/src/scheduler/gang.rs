@@ -299,7 +299,10 @@ impl Scheduler {
             self.unreserve(profile, &p.pod, &p.node, &mut p.state);
         }
         for (pod, assumed) in attempt.removed.drain(..) {
-            let _ = if assumed { self.cache.assume_pod(pod) } else { self.cache.add_pod(pod) };
+            let restored = if assumed { self.cache.assume_pod(pod) } else { self.cache.add_pod(pod) };
+            // Each was taken out of the cache by this attempt, with its node
+            // name, so it goes back in without a conflict.
+            debug_assert!(restored.is_ok(), "a victim removed in this cycle: {restored:?}");
         }
     }
 

@@ -319,8 +319,8 @@ impl Scheduler {
             snapshot: Snapshot::new(),
             queue: SchedulingQueue::new(
                 sorter,
-                cfg.pod_initial_backoff_seconds * 1000,
-                cfg.pod_max_backoff_seconds * 1000,
+                cfg.pod_initial_backoff_seconds.saturating_mul(1000),
+                cfg.pod_max_backoff_seconds.saturating_mul(1000),
             ),
             algorithm: Algorithm::new(cfg.percentage_of_nodes_to_score, seed),
             gated: HashMap::new(),
@@ -398,7 +398,10 @@ impl Scheduler {
         self.plugin_events = plugin_events(&profiles);
         self.by_name = by_name(&profiles);
         self.profiles = profiles;
-        self.queue.set_backoff(cfg.pod_initial_backoff_seconds * 1000, cfg.pod_max_backoff_seconds * 1000);
+        self.queue.set_backoff(
+            cfg.pod_initial_backoff_seconds.saturating_mul(1000),
+            cfg.pod_max_backoff_seconds.saturating_mul(1000),
+        );
         self.algorithm.set_percentage_of_nodes_to_score(cfg.percentage_of_nodes_to_score);
         self.cache.set_assumed_ttl(cfg.assumed_pod_ttl_seconds.saturating_mul(1000));
         self.set_extenders(extenders);
@@ -1189,7 +1192,10 @@ impl Scheduler {
                         r.unreserve(state, &assumed, node);
                     }
                 }
-                let _ = self.cache.forget_pod(&assumed.uid);
+                let forgotten = self.cache.forget_pod(&assumed.uid);
+                // Assumed above in this call; Reserve and Permit plugins
+                // cannot reach the cache, so it is still assumed here.
+                debug_assert!(forgotten.is_ok(), "a pod assumed in this cycle: {forgotten:?}");
                 Err(status)
             }
         }
@@ -1204,7 +1210,10 @@ impl Scheduler {
         }
         self.cache.forget_volumes(&pod.uid);
         self.cache.forget_claims(&pod.uid);
-        let _ = self.cache.forget_pod(&pod.uid);
+        let forgotten = self.cache.forget_pod(&pod.uid);
+        // Only a gang attempt takes its members back, in the cycle that
+        // assumed them: no watch event came in between.
+        debug_assert!(forgotten.is_ok(), "a member assumed in this cycle: {forgotten:?}");
     }
 
     #[allow(clippy::too_many_arguments)]
