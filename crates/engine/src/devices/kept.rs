@@ -81,10 +81,6 @@ impl TypeCapacity {
         }
     }
 
-    pub fn types(&self) -> impl Iterator<Item = &NodeType> {
-        self.types.iter().map(|e| &e.0)
-    }
-
     /// Free thousandths of every type.
     pub fn free_total(&self) -> i64 {
         self.types.iter().map(|e| e.1).sum()
@@ -115,7 +111,7 @@ impl KeptTypes {
             GpuKind::Share { .. } => 1,
             GpuKind::None | GpuKind::Slices { .. } => return None,
         };
-        let types: Vec<&(NodeType, i64, i64)> = capacity.types.iter().collect();
+        let types = &capacity.types;
         let free_total = capacity.free_total();
         if free_total <= 0 || types.len() < 2 {
             return None;
