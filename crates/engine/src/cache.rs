@@ -24,20 +24,11 @@ pub use crate::node_info::{FactCounts, NodeInfo, NodeSummary, NodeView};
 use crate::policy_switch::Load;
 use crate::provided_facts::ProvidedFacts;
 use crate::queues::{Queue, Queues};
-use crate::resources::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST};
 use crate::selectors::WorkloadSelectors;
 use crate::time::Millis;
 use crate::volumes::{Claim, CsiNode, PodVolumeBindings, StorageClass, Volume, VolumeObjects};
 
-/// Pod-level non-zero request defaults, as kube-scheduler's
-/// `GetNonzeroRequests`: applied per container by conversion; this helper
-/// gives the default for a container with no request.
-pub fn non_zero_defaults(milli_cpu: i64, memory: i64) -> (i64, i64) {
-    (
-        if milli_cpu == 0 { DEFAULT_MILLI_CPU_REQUEST } else { milli_cpu },
-        if memory == 0 { DEFAULT_MEMORY_REQUEST } else { memory },
-    )
-}
+pub use crate::resources::non_zero_defaults;
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum CacheError {

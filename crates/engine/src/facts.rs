@@ -26,7 +26,7 @@ pub const LABEL_DATA_CLASS: &str = "gpu-scheduler.io/data-class";
 pub const LABEL_WORKLOAD: &str = "gpu-scheduler.io/workload";
 pub const LABEL_APP: &str = "app";
 pub const LABEL_APP_NAME: &str = "app.kubernetes.io/name";
-pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
+pub use gpu_scheduler_model::gpu::GPU_RESOURCE;
 
 /// The temperatures a node may report, in °C: outside, a reading is a
 /// broken sensor, not a fact.

@@ -5,13 +5,15 @@
 //! is passed in), does no I/O and knows no API client; `run` and `simulate`
 //! both drive it.
 
+// The object model lives below the engine, in its own crate; its modules
+// are re-exported under their old names.
+pub use gpu_scheduler_model::{bounds, disruption, model, quantity, resources, selectors, time};
+
 pub mod algorithm;
-pub mod bounds;
 pub mod cache;
 pub mod config;
 pub mod convert;
 pub mod devices;
-pub mod disruption;
 pub mod dra;
 pub mod explain;
 pub mod extender;
@@ -20,20 +22,15 @@ pub mod forecast;
 pub mod framework;
 pub mod gang;
 pub mod instrument;
-pub mod model;
 pub mod node_info;
 pub mod policy_switch;
 pub mod profile;
 pub mod provided_facts;
-pub mod quantity;
 pub mod queue;
 pub mod queues;
 pub mod registry;
-pub mod resources;
 pub mod scheduler;
-pub mod selectors;
 pub mod spot_drain;
 pub mod starvation;
 pub mod testing;
-pub mod time;
 pub mod volumes;

@@ -596,12 +596,12 @@ status:
         ))
         .unwrap();
         assert_eq!(p.resource_claims[0].source, ClaimSource::Template("one-a100".into()));
-        assert_eq!(crate::dra::claim_name(&p, &p.resource_claims[0]), Ok(Some(("p-gpu-7xk2p", true))));
-        assert_eq!(crate::dra::claim_name(&p, &p.resource_claims[1]), Ok(Some(("team-gpus", false))));
+        assert_eq!(p.claim_name(&p.resource_claims[0]), Ok(Some(("p-gpu-7xk2p", true))));
+        assert_eq!(p.claim_name(&p.resource_claims[1]), Ok(Some(("team-gpus", false))));
         let mut waiting = p.clone();
         waiting.claim_statuses.clear();
         assert_eq!(
-            crate::dra::claim_name(&waiting, &waiting.resource_claims[0]),
+            waiting.claim_name(&waiting.resource_claims[0]),
             Err("pod \"ml/p\": ResourceClaim not created yet".to_string())
         );
     }

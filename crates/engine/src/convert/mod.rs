@@ -25,10 +25,6 @@ mod scheduling;
 mod selectors;
 mod volumes;
 
-use std::fmt::Display;
-
-use thiserror::Error;
-
 pub use dra::{
     allocation_to_k8s, claim_template_from_k8s, device_class_from_k8s, resource_claim_from_k8s, slice_from_k8s,
 };
@@ -51,32 +47,8 @@ pub const SYSTEM_NODE_CRITICAL_PRIORITY: i32 = 2_000_001_000;
 pub const SYSTEM_CLUSTER_CRITICAL: &str = "system-cluster-critical";
 pub const SYSTEM_CLUSTER_CRITICAL_PRIORITY: i32 = 2_000_000_000;
 
-/// A field of the object that cannot be converted.
-#[derive(Debug, Clone, Error, PartialEq, Eq)]
-#[error("{path}: {message}")]
-pub struct ConvertError {
-    /// Field path inside the object, e.g. `spec.containers[1].resources.requests.cpu`.
-    pub path: String,
-    pub message: String,
-}
-
-// ------------------------------------------------------------ field errors
-// Worded as apimachinery's `field.Error` bodies so users see familiar text.
-
-pub(super) fn required(path: impl Into<String>, detail: &str) -> ConvertError {
-    let message = if detail.is_empty() { "Required value".to_string() } else { format!("Required value: {detail}") };
-    ConvertError { path: path.into(), message }
-}
-
-/// `bad` is already rendered (quoted string, number or JSON).
-pub(crate) fn invalid(path: impl Into<String>, bad: impl Display, detail: &str) -> ConvertError {
-    ConvertError { path: path.into(), message: format!("Invalid value: {bad}: {detail}") }
-}
-
-pub(super) fn unsupported(path: impl Into<String>, bad: &str, supported: &[&str]) -> ConvertError {
-    let list = supported.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ");
-    ConvertError { path: path.into(), message: format!("Unsupported value: {bad:?}: supported values: {list}") }
-}
+pub use gpu_scheduler_model::field::ConvertError;
+pub(crate) use gpu_scheduler_model::field::{invalid, required, unsupported};
 
 /// A list of values as the API renders it in errors (JSON; `null` when unset).
 pub(super) fn json_values(values: Option<&Vec<String>>) -> String {

@@ -18,43 +18,24 @@
 pub mod fgd;
 pub mod frag;
 pub mod gaps;
-pub mod index;
 pub mod kept;
 pub mod memo;
 pub mod node;
-pub mod request;
 pub mod shapes;
 
 use serde::{Deserialize, Serialize};
 
 pub use frag::{GpuState, choose_devices, cluster_fragmentation};
-pub use index::DeviceSet;
+// A pod's GPU request and the device sets are part of the object model
+// (the model crate); re-exported so the engine names them in one place.
+pub use gpu_scheduler_model::gpu::{
+    ANNOTATION_ALIBABA_GPU_COUNT, ANNOTATION_ALIBABA_GPU_MILLI, ANNOTATION_ALIBABA_GPU_MODEL, ANNOTATION_GPU_INDEX,
+    ANNOTATION_GPU_MEMORY_MIB, ANNOTATION_GPU_MILLI, ClaimedGpus, DeviceSet, GPU_SHARED_RESOURCE, GpuKind, GpuModels,
+    GpuRequest, LABEL_GPU_MEMORY, MAX_DEVICES, MAX_GPU_MEMORY_MIB, MIG_RESOURCE_PREFIX, MILLI_PER_GPU,
+    gpu_memory_label, index, request,
+};
 pub use node::NodeGpus;
-pub use request::{ClaimedGpus, GpuKind, GpuModels, GpuRequest};
 pub use shapes::{GpuShapesConfig, ShapeStats, TypicalShapes};
-
-/// A pod's share of one GPU, in thousandths of it (1–1000).
-pub const ANNOTATION_GPU_MILLI: &str = "gpu-scheduler.io/gpu-milli";
-/// A pod's share of one GPU, in MiB of its memory.
-pub const ANNOTATION_GPU_MEMORY_MIB: &str = "gpu-scheduler.io/gpu-memory-mib";
-/// The devices a pod was given, written at bind time (`0`, `2-3`, `0,2`).
-pub const ANNOTATION_GPU_INDEX: &str = "gpu-scheduler.io/gpu-index";
-/// The openb / Alibaba GPU-share forms of the same requests.
-pub const ANNOTATION_ALIBABA_GPU_MILLI: &str = "alibabacloud.com/gpu-milli";
-pub const ANNOTATION_ALIBABA_GPU_COUNT: &str = "alibabacloud.com/gpu-count";
-/// The GPU models a pod accepts, `|`-separated (`V100M16|V100M32`).
-pub const ANNOTATION_ALIBABA_GPU_MODEL: &str = "alibabacloud.com/gpu-card-model";
-/// Node label with each GPU's memory in MiB (set by GPU feature discovery).
-pub const LABEL_GPU_MEMORY: &str = "nvidia.com/gpu.memory";
-/// Time-sliced GPUs as the NVIDIA device plugin advertises them with
-/// `renameByDefault`.
-pub const GPU_SHARED_RESOURCE: &str = "nvidia.com/gpu.shared";
-/// MIG instances: `nvidia.com/mig-<g>g.<m>gb` (the mixed strategy).
-pub const MIG_RESOURCE_PREFIX: &str = "nvidia.com/mig-";
-/// One GPU in thousandths.
-pub const MILLI_PER_GPU: u32 = 1000;
-/// Devices modelled per node: [`DeviceSet`] is a 64-bit set.
-pub const MAX_DEVICES: usize = 64;
 
 /// How GPU pods are placed, per profile (`gpuPlacement`): which score
 /// plugin ranks the nodes and how devices are chosen inside the node.
@@ -110,22 +91,6 @@ pub fn assign(
         choose_devices(&s, &pod.gpu, pod.requests.milli_cpu, how, shapes)
     };
     devices.filter(|d| !d.is_empty())
-}
-
-/// The most GPU memory a label or an annotation may give, in MiB: 4 PiB,
-/// far past any GPU, and small enough that a node's sums over its pods
-/// and devices, in thousandths of a device, stay inside i64.
-pub const MAX_GPU_MEMORY_MIB: u64 = 1 << 32;
-
-/// Reads the node label [`LABEL_GPU_MEMORY`]: MiB per GPU, if set.
-pub fn gpu_memory_label(labels: &crate::model::Labels) -> Result<Option<u64>, String> {
-    match labels.get(LABEL_GPU_MEMORY) {
-        None => Ok(None),
-        Some(v) => match v.trim().parse::<u64>() {
-            Ok(m) if (1..=MAX_GPU_MEMORY_MIB).contains(&m) => Ok(Some(m)),
-            _ => Err(format!("must be an integer from 1 to {MAX_GPU_MEMORY_MIB} (MiB per GPU)")),
-        },
-    }
 }
 
 #[cfg(test)]

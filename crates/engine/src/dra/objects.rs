@@ -12,7 +12,6 @@ use std::sync::Arc;
 use super::{ATTRIBUTE_MODEL, ATTRIBUTE_PRODUCT_NAME, ATTRIBUTE_TYPE, CAPACITY_MEMORY};
 use super::{Allocation, Attribute, DeviceClass, DeviceId, NodeScope, PodAllocations, ResourceClaim, Slice};
 use crate::devices::MAX_DEVICES;
-use crate::model::SelectorOp;
 
 /// What one decision does to one claim, laid over the API's version of
 /// it until that version shows it.
@@ -391,25 +390,11 @@ impl DraObjects {
     }
 }
 
-impl Allocation {
-    /// The one node the allocation is on, when its selector names one by
-    /// `metadata.name` (node-local devices).
-    pub fn node_name(&self) -> Option<&str> {
-        let sel = self.node_selector.as_ref()?;
-        let [term] = sel.terms.as_slice() else { return None };
-        let [field] = term.match_fields.as_slice() else { return None };
-        match (field.key.as_str(), field.op, field.values.as_slice()) {
-            ("metadata.name", SelectorOp::In, [n]) if term.match_expressions.is_empty() => Some(n),
-            _ => None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::dra::{AllocatedDevice, ClaimDecision, Consumer, Device};
-    use crate::model::{NodeSelector, NodeSelectorTerm, Requirement};
+    use crate::model::{NodeSelector, NodeSelectorTerm, Requirement, SelectorOp};
     use crate::quantity::Quantity;
 
     fn gpu(name: &str, model: &str) -> Device {

@@ -31,7 +31,7 @@ use engine::devices::{ClaimedGpus, GpuRequest};
 use engine::dra::Allocation;
 use engine::dra::{
     AllocationMode, ClaimDecision, Consumer, DeviceId, DraObjects, ExactRequest, FIRST_AVAILABLE_MAX, PodAllocations,
-    ResourceClaim, claim_name,
+    ResourceClaim,
 };
 use engine::framework::{
     Binder, ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, PreBindPlugin, PreFilterPlugin,
@@ -138,7 +138,7 @@ impl PreFilterPlugin for DynamicResources {
         let objects = snap.dra().clone();
         let mut claims = Vec::new();
         for pc in &pod.resource_claims {
-            let (name, owned) = match claim_name(pod, pc) {
+            let (name, owned) = match pod.claim_name(pc) {
                 Ok(Some(n)) => n,
                 Ok(None) => continue,
                 Err(e) => return unresolvable(e),

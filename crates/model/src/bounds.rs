@@ -7,12 +7,9 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::config::go_duration;
+use crate::go_duration;
 
-/// Go's longest `time.Duration` (2^63 - 1 ns, about 292 years): what
-/// Kubernetes configuration can express, and so the bound of every
-/// duration here.
-pub const MAX_DURATION: Duration = Duration::new(9_223_372_036, 854_775_807);
+pub use crate::go_duration::MAX_DURATION;
 
 /// An interval of real numbers, each end open or closed. NaN is in none.
 #[derive(Debug, Clone, Copy, PartialEq)]

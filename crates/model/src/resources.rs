@@ -155,6 +155,16 @@ pub fn is_scalar_resource_name(name: &str) -> bool {
     is_extended_resource_name(name) || is_hugepages(name) || name.starts_with("attachable-volumes-")
 }
 
+/// Pod-level non-zero request defaults, as kube-scheduler's
+/// `GetNonzeroRequests`: applied per container by conversion; this helper
+/// gives the default for a container with no request.
+pub fn non_zero_defaults(milli_cpu: i64, memory: i64) -> (i64, i64) {
+    (
+        if milli_cpu == 0 { DEFAULT_MILLI_CPU_REQUEST } else { milli_cpu },
+        if memory == 0 { DEFAULT_MEMORY_REQUEST } else { memory },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,12 +20,12 @@ use std::sync::Arc;
 
 use super::{
     ANNOTATION_ALIBABA_GPU_COUNT, ANNOTATION_ALIBABA_GPU_MILLI, ANNOTATION_ALIBABA_GPU_MODEL,
-    ANNOTATION_GPU_MEMORY_MIB, ANNOTATION_GPU_MILLI, GPU_SHARED_RESOURCE, MIG_RESOURCE_PREFIX, MILLI_PER_GPU,
+    ANNOTATION_GPU_MEMORY_MIB, ANNOTATION_GPU_MILLI, GPU_RESOURCE, GPU_SHARED_RESOURCE, MIG_RESOURCE_PREFIX,
+    MILLI_PER_GPU,
 };
-use crate::convert::{ConvertError, invalid};
-use crate::facts::GPU_RESOURCE;
-use crate::model::Labels;
+use crate::field::{ConvertError, invalid};
 use crate::resources::Resources;
+use crate::terms::Labels;
 
 /// GPU models a pod accepts, lower case (as node facts name them).
 pub type GpuModels = Arc<[Arc<str>]>;
@@ -403,7 +403,7 @@ mod tests {
 
 /// The GPUs a pod's DRA claims ask for, as a request (whole GPUs): what
 /// DynamicResources writes in the cycle state for the GPU policies when
-/// the pod asks for none the classic way. Read with
-/// [`CycleState::pod_gpu`](crate::framework::CycleState::pod_gpu).
+/// the pod asks for none the classic way. Read with the engine's
+/// `CycleState::pod_gpu`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClaimedGpus(pub GpuRequest);
