@@ -1,6 +1,12 @@
 //! API clients: from a kubeconfig file or the in-cluster service account,
 //! with kube-scheduler's client-side rate limit (`clientConnection.qps`
 //! and `burst`) as a token bucket in front of every request.
+//!
+//! Three clients, each with its own bucket: `main` (watches, bindings,
+//! status patches; kube-rs's automatic retries off), `events`, and `lease`
+//! (renewals never wait behind bindings). A response silent for
+//! [`READ_TIMEOUT`] fails, so a half-open connection cannot hold a binding
+//! for ever.
 
 use std::future::Future;
 use std::num::NonZeroU32;

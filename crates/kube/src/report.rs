@@ -3,6 +3,13 @@
 //! with reason `Unschedulable`, preemption's evictions and PodGroup statuses. These go through a bounded queue to a
 //! background worker, never on the scheduling thread; when the queue is
 //! full a report is dropped and counted rather than slowing scheduling.
+//!
+//! FailedScheduling Events form a series per pod and message, as kube's
+//! recorder does; kube-rs's `Recorder`, which keeps every Event six
+//! minutes and scans them all on each publish, is used only for the rare
+//! Node and ConfigMap Events. PodGroup statuses are sent one at a time, in
+//! order. Evictions have a queue of their own (64 at a time): behind
+//! thousands of Events they reached the API seconds late.
 
 use std::collections::HashMap;
 use std::sync::Arc;

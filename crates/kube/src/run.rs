@@ -6,6 +6,17 @@
 //! between them. Bindings run on the async runtime, at most
 //! `bind_concurrency` at once; Events and status patches go to the
 //! [`Reporter`]'s queue. Nothing else touches the cache.
+//!
+//! A pod that needs only the Binding (`BindingTask::api_binding_only`) is
+//! bound by one async call; any other binding runs `BindingTask::bind` on
+//! a blocking thread. A decided pod waits for its binding with its record
+//! cut to the outcome (`DecisionRecord::keep_outcome_only`): in a burst
+//! the scores of every node were most of the peak memory. A failed
+//! binding of a pod that is gone (404) or bound or re-created elsewhere
+//! (409) is dropped, not retried. A follower (not leading) applies every
+//! change, so a takeover decides at once. On SIGTERM it stops deciding,
+//! waits up to 30 s for bindings in flight, releases the Lease and sends
+//! the queued reports.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;

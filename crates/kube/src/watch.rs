@@ -1,7 +1,9 @@
 //! Watches: Nodes, Namespaces, Pods (one watch, as kube-scheduler's one
 //! pod informer: a binding comes back as one event, where a pending and a
 //! bound watch would each send one), PodDisruptionBudgets, the volume
-//! objects (claims, volumes, storage classes, CSINodes), the DRA objects
+//! objects (claims, volumes, storage classes, CSINodes), the selectors of
+//! Services, ReplicaSets, StatefulSets and ReplicationControllers (for
+//! default topology spreading), the DRA objects
 //! (ResourceSlices, DeviceClasses, ResourceClaims, when
 //! `resource.k8s.io/v1` is served) and (when their CRDs are served)
 //! PodGroups and Queues, each a kube-rs watcher whose objects are
@@ -12,6 +14,13 @@
 //! After a watch error or an API-server restart the watcher lists again;
 //! objects that were known but are missing from the new list are sent as
 //! deletions, so the cache converges on what the API server has.
+//!
+//! Terminal pods are excluded by field selector, and other schedulers'
+//! pending pods are skipped before conversion (`pod_of_interest`). Each
+//! watch request lasts [`WATCH_TIMEOUT_SECS`] and resumes from its
+//! resourceVersion, so a watch on a half-open connection is given up
+//! soon. Each watch's first complete list is reported (`Change::Synced`):
+//! `run` decides nothing before every watch has synced.
 
 use std::collections::HashSet;
 use std::sync::Arc;

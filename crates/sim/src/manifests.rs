@@ -1,5 +1,7 @@
 //! Reading Kubernetes manifests: multi-document YAML of Nodes, Pods,
-//! Namespaces, PriorityClasses and workloads. Decoding is strict, as
+//! Namespaces, PriorityClasses, workloads, PodDisruptionBudgets,
+//! PodGroups, Queues, and the volume and DRA kinds; other kinds are
+//! counted and ignored. Decoding is strict, as
 //! `kubectl apply` is: a field the API does not know is an error, and every
 //! error names the file, the document's index and the field.
 

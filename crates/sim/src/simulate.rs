@@ -1,6 +1,13 @@
 //! Running the engine over manifests: nodes and bound pods become the
 //! cluster, pending pods of our profiles are queued in input order, and the
 //! same scheduler that `run` uses places them on a simulated clock.
+//!
+//! Every pod is converted before anything is scheduled, so input errors
+//! come first. The loop is `schedule_one` → bind (in memory, never fails)
+//! → `finish_binding` → the bound pod back through `on_pod_upsert`; when
+//! nothing is active the clock jumps to the next backoff expiry, and the
+//! run stops when only unschedulable pods remain. The full
+//! `DecisionRecord` is kept only for the `--explain` pod.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
