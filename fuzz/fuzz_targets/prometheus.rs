@@ -9,7 +9,7 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let Some(text) = gpu_scheduler_fuzz::text(data) else { return };
     for label in ["node", "Hostname"] {
-        match engine::provided_facts::parse_prometheus_answer(text, label) {
+        match engine::facts::provided::parse_prometheus_answer(text, label) {
             Ok(values) => assert!(values.values().all(|v| v.is_finite()), "{values:?}"),
             Err(e) => assert!(!e.is_empty()),
         }

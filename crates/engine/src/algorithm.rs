@@ -517,9 +517,7 @@ impl Algorithm {
         // sized by the pass rate seen so far: a fixed size would filter
         // hundreds of nodes in parallel to find the last few.
         let found_before = feasible.len();
-        let special = state.nominated().is_some()
-            || state.held().is_some()
-            || state.read::<crate::forecast::ForecastHeld>().is_some();
+        let special = state.nominated().is_some() || !state.holds().is_empty();
         let mut chunk = (want + want / 4).max(PARALLEL_THRESHOLD).min(n);
         let mut processed = 0;
         let mut verdicts: Vec<Result<(), Status>> = Vec::with_capacity(chunk);
@@ -624,11 +622,10 @@ fn node_rank(name: &str, seed: u64) -> u64 {
 }
 
 /// Whether the node at `position` has pods nominated there that `pod`
-/// must leave room for, or a hold (starvation guard, forecast) that keeps `pod` off.
+/// must leave room for, or a hold that keeps `pod` off.
 fn needs_second_look(state: &CycleState, pod: &Pod, position: usize, name: &str) -> bool {
     state.nominated().is_some_and(|n| n.for_pod(position, pod).next().is_some())
-        || state.held().is_some_and(|h| h.blocking(name, pod).is_some())
-        || state.read::<crate::forecast::ForecastHeld>().is_some_and(|h| h.blocking(name, pod).is_some())
+        || state.holds().iter().any(|h| h.blocks(name, pod))
 }
 
 /// The profile's filters, less those whose PreFilter skipped the cycle.

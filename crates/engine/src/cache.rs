@@ -12,17 +12,16 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
-use crate::config::Configuration;
 use crate::devices::gaps::GapHistogram;
 use crate::devices::kept::TypeCapacity;
-use crate::devices::{ShapeStats, TypicalShapes};
+use crate::devices::{GpuShapesConfig, ShapeStats, TypicalShapes};
 use crate::disruption::Pdb;
 use crate::dra::{DeviceClass, DraObjects, PodAllocations, ResourceClaim, Slice};
+use crate::facts::provided::ProvidedFacts;
 use crate::facts::{Cloud, FactWarning, FactsConfig, NodeFacts, service_identity};
 use crate::model::{LABEL_REGION, LABEL_ZONE, Labels, Node, Pod, PodRef};
+use crate::node_info::Load;
 pub use crate::node_info::{FactCounts, NodeInfo, NodeSummary, NodeView};
-use crate::policy_switch::Load;
-use crate::provided_facts::ProvidedFacts;
 use crate::queues::{Queue, Queues};
 use crate::selectors::WorkloadSelectors;
 use crate::time::Millis;
@@ -174,15 +173,16 @@ impl Cache {
         Cache { node_set_generation: 1, facts_config, dra, ..Default::default() }
     }
 
-    /// A cache for `cfg`: its node facts, GPU shapes settings and
-    /// assumed-pod TTL.
-    pub fn for_config(cfg: &Configuration) -> Self {
+    /// A cache that reads node facts with `facts_config`, learns the
+    /// typical GPU shapes as `shapes` says, and forgets an assumed pod not
+    /// confirmed within `assumed_ttl` (0: never).
+    pub fn configured(facts_config: FactsConfig, shapes: GpuShapesConfig, assumed_ttl: Millis) -> Self {
         Cache {
             node_set_generation: 1,
-            facts_config: cfg.node_facts.clone(),
-            dra: Arc::new(DraObjects::with_gpu_drivers(&cfg.node_facts.dra_gpu_drivers)),
-            shapes: ShapeStats::new(cfg.gpu_shapes.clone()),
-            assumed_ttl: cfg.assumed_pod_ttl_seconds.saturating_mul(1000),
+            dra: Arc::new(DraObjects::with_gpu_drivers(&facts_config.dra_gpu_drivers)),
+            facts_config,
+            shapes: ShapeStats::new(shapes),
+            assumed_ttl,
             ..Default::default()
         }
     }
@@ -1442,7 +1442,7 @@ mod service_tests {
 
     #[test]
     fn provided_facts_survive_node_updates_and_reach_snapshots() {
-        use crate::provided_facts::{FACT_TEMPERATURE, ProvidedFacts};
+        use crate::facts::provided::{FACT_TEMPERATURE, ProvidedFacts};
         let mut cache = Cache::new();
         let hot = ProvidedFacts {
             event_alert: Some(7_000),

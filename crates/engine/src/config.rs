@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::{Deserialize, Serialize};
-use thiserror::Error;
 
 use crate::devices::{GpuPlacement, GpuShapesConfig};
 use crate::facts::FactsConfig;
@@ -16,25 +15,8 @@ pub const API_VERSION: &str = "gpu-scheduler.io/v1alpha1";
 pub const KIND: &str = "GpuSchedulerConfiguration";
 pub const DEFAULT_SCHEDULER_NAME: &str = "gpu-scheduler";
 
-/// A configuration problem: the field path and what is wrong with it.
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
-#[error("{path}: {message}")]
-pub struct ConfigError {
-    pub path: String,
-    pub message: String,
-}
-
-impl ConfigError {
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        ConfigError { path: path.into(), message: message.into() }
-    }
-
-    /// The value a range check (`crate::bounds`) let through, or its
-    /// message as the error of the field at `path`.
-    pub fn check<T>(path: impl Into<String>, checked: Result<T, String>) -> Result<T, ConfigError> {
-        checked.map_err(|m| ConfigError::new(path, m))
-    }
-}
+pub use gpu_scheduler_model::bounds::MIN_DURATION;
+pub use gpu_scheduler_model::field::ConfigError;
 
 /// The longest duration in whole seconds (`...Seconds` fields), as Go
 /// multiplies them by `time.Second`.
@@ -42,9 +24,6 @@ pub const MAX_SECONDS: u64 = crate::bounds::MAX_DURATION.as_secs();
 
 /// The most a Lease can hold: its `leaseDurationSeconds` is an int32.
 pub const MAX_LEASE: Duration = Duration::from_secs(i32::MAX as u64);
-
-/// The shortest duration a field that must be positive accepts.
-pub const MIN_DURATION: Duration = Duration::from_nanos(1);
 
 /// A score plugin's or extender's weight at most: kube-scheduler's int32
 /// weights. Scores times weights stay exact far below this, even summed.
@@ -470,7 +449,7 @@ pub struct PluginConfig {
 
 /// Parses a configuration from YAML and checks the parts that need no
 /// plugin registry. Profiles are checked against the registry when built
-/// (`crate::profile::build_profiles`).
+/// (the profile module's `build_profiles`).
 pub fn parse(yaml: &str) -> Result<Configuration, ConfigError> {
     let de = serde_yaml_ng::Deserializer::from_str(yaml);
     let cfg: Configuration = serde_path_to_error::deserialize(de).map_err(|e| {

@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::cache::NodeNames;
 use crate::framework::{Code, Status};
+// A PostFilter's result carries its record; explanations show it.
+pub use crate::framework::{PreemptionCandidate, PreemptionRecord};
 use crate::time::Millis;
 
 /// Why no node was found.
@@ -114,29 +116,6 @@ pub struct DecisionRecord {
     pub gang: Option<GangDecision>,
     /// When preemption ran: its candidates and the victims chosen.
     pub preemption: Option<PreemptionRecord>,
-}
-
-/// A preemption: the candidate nodes (with the victims each would need)
-/// and the one chosen.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct PreemptionRecord {
-    pub candidates: Vec<PreemptionCandidate>,
-    /// The node nominated, if any candidate was found.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chosen: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct PreemptionCandidate {
-    pub node: String,
-    /// `NAMESPACE/NAME` of each victim, most important first.
-    pub victims: Vec<String>,
-    /// Victims whose eviction would violate a PodDisruptionBudget.
-    pub pdb_violations: usize,
-    /// The highest victim priority.
-    pub highest_priority: i32,
 }
 
 /// A gang decided in one cycle: where each member went, or why not.

@@ -21,12 +21,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::cache::Snapshot;
-use crate::config::{ConfigError, go_duration};
 use crate::devices::GpuKind;
-use crate::framework::{Code, Status};
+use crate::framework::{Code, NodeHolds, Status};
 use crate::model::Pod;
 use crate::node_info::NodeInfo;
 use crate::time::{MINUTE, Millis};
+use gpu_scheduler_model::field::ConfigError;
+use gpu_scheduler_model::go_duration;
 
 /// The name forecast-hold rejections are filed under (in explanations,
 /// and for the events that release a pod kept off a held node).
@@ -292,6 +293,16 @@ impl ForecastHeld {
     /// The hold that keeps `pod` off `node`, if any.
     pub fn blocking(&self, node: &str, pod: &Pod) -> Option<&ForecastHold> {
         self.by_node.get(node).filter(|h| h.blocks(pod, self.pod.as_ref()))
+    }
+}
+
+impl NodeHolds for ForecastHeld {
+    fn blocks(&self, node: &str, pod: &Pod) -> bool {
+        self.blocking(node, pod).is_some()
+    }
+
+    fn blocking(&self, node: &str, pod: &Pod) -> Option<Status> {
+        ForecastHeld::blocking(self, node, pod).map(ForecastHold::status)
     }
 }
 

@@ -1,17 +1,17 @@
 //! The scheduling framework: plugin traits for each extension point of
 //! kube-scheduler, the status they return, and the per-cycle state they
-//! share. A [`crate::profile::Profile`] holds the plugins enabled at each point.
+//! share. A profile holds the plugins enabled at each point.
 
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use crate::cache::{NodeList, NodeView, Snapshot};
-use crate::explain::PreemptionRecord;
 use crate::model::{LabelSelector, Pod, PodRef};
 use crate::node_info::NodeInfo;
-use crate::starvation::HeldNodes;
 use crate::time::Millis;
 
 /// Highest score a Score plugin may give a node after normalisation.
@@ -138,8 +138,43 @@ pub struct CycleState {
     node_selector: Option<Arc<LabelSelector>>,
     restriction: Option<Restriction>,
     nominated: Option<Arc<Nominated>>,
-    held: Option<Arc<HeldNodes>>,
+    holds: Vec<Arc<dyn NodeHolds>>,
     skip_post_filter: bool,
+}
+
+/// A preemption: the candidate nodes (with the victims each would need)
+/// and the one chosen.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PreemptionRecord {
+    pub candidates: Vec<PreemptionCandidate>,
+    /// The node nominated, if any candidate was found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PreemptionCandidate {
+    pub node: String,
+    /// `NAMESPACE/NAME` of each victim, most important first.
+    pub victims: Vec<String>,
+    /// Victims whose eviction would violate a PodDisruptionBudget.
+    pub pdb_violations: usize,
+    /// The highest victim priority.
+    pub highest_priority: i32,
+}
+
+/// Nodes kept for some pods for a while, which others may not use: the
+/// starvation guard's holds, a forecast's. A cycle checks them outside the
+/// filters' hot loop, only on the nodes they name, so a capability adds
+/// its holds to the cycle (`CycleState::add_holds`) without the generic
+/// filter path knowing it.
+pub trait NodeHolds: Send + Sync {
+    /// Whether `pod` is kept off `node`.
+    fn blocks(&self, node: &str, pod: &Pod) -> bool;
+    /// Why `pod` is kept off `node`, if it is.
+    fn blocking(&self, node: &str, pod: &Pod) -> Option<Status>;
 }
 
 /// Pods that earlier preemptions nominated to nodes (kube's nominator), by
@@ -227,13 +262,19 @@ impl CycleState {
         self.nominated = nominated.filter(|n| !n.is_empty());
     }
 
-    /// Nodes held for starving pods (see [`crate::starvation`]).
-    pub fn held(&self) -> Option<&HeldNodes> {
-        self.held.as_deref()
+    /// Nodes kept for other pods this cycle, in the order they were added.
+    pub fn holds(&self) -> &[Arc<dyn NodeHolds>] {
+        &self.holds
     }
 
-    pub fn set_held(&mut self, held: Option<Arc<HeldNodes>>) {
-        self.held = held;
+    pub fn add_holds(&mut self, holds: Arc<dyn NodeHolds>) {
+        self.holds.push(holds);
+    }
+
+    /// Why `pod` may not use `node`: the first of the cycle's holds that
+    /// keeps it off.
+    pub fn held_from(&self, node: &str, pod: &Pod) -> Option<Status> {
+        self.holds.iter().find_map(|h| h.blocking(node, pod))
     }
 
     /// Whether PostFilter (preemption) is to be left out of this cycle: a
@@ -501,8 +542,7 @@ pub fn run_filters(
 /// [`run_filters`] on `node` at snapshot `position`, leaving room for the
 /// pods nominated there (see [`Nominated`]): the filters must pass with
 /// them added, and (for affinity to them, which must not count) without;
-/// and the node must not be held for another pod (the starvation guard)
-/// or for a forecast demand the pod is not part of.
+/// and the node must not be held from the pod ([`NodeHolds`]).
 /// The hot loop runs [`run_filters`] alone and this only on the few nodes
 /// concerned.
 pub fn filter_with_nominated(
@@ -512,11 +552,8 @@ pub fn filter_with_nominated(
     position: usize,
     node: &NodeInfo,
 ) -> Result<(), Status> {
-    if let Some(hold) = state.held().and_then(|h| h.blocking(node.name(), pod)) {
-        return Err(hold.status());
-    }
-    if let Some(hold) = state.read::<crate::forecast::ForecastHeld>().and_then(|h| h.blocking(node.name(), pod)) {
-        return Err(hold.status());
+    if let Some(held) = state.held_from(node.name(), pod) {
+        return Err(held);
     }
     let nominated: Vec<&PodRef> = state.nominated().map(|n| n.for_pod(position, pod).collect()).unwrap_or_default();
     if !nominated.is_empty() {
@@ -624,7 +661,7 @@ pub trait BindPlugin: Plugin {
 
     /// True when `bind` is exactly [`Binder::bind`], its error an Error
     /// status (DefaultBinder): the driver may then make that call itself
-    /// (see [`crate::scheduler::BindingTask::api_binding_only`]).
+    /// (see the scheduler's `BindingTask::api_binding_only`).
     fn is_api_binding(&self) -> bool {
         false
     }

@@ -25,7 +25,6 @@ pub mod instrument;
 pub mod node_info;
 pub mod policy_switch;
 pub mod profile;
-pub mod provided_facts;
 pub mod queue;
 pub mod queues;
 pub mod registry;

@@ -308,6 +308,36 @@ impl Deref for NodeView<'_> {
     }
 }
 
+/// The cluster's load (read by `policySwitch` rules), summed over the snapshot's nodes and kept up to
+/// date as nodes change (no pass over the nodes per cycle).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Load {
+    pub gpu_capacity_milli: i64,
+    pub gpu_allocated_milli: i64,
+    pub cpu_allocatable_milli: i64,
+    pub cpu_requested_milli: i64,
+}
+
+impl Load {
+    /// Counts `info` in (`delta` 1) or out (`delta` -1). Sums over the
+    /// cluster saturate rather than wrap (a node holds at most
+    /// `resources::MAX_AMOUNT` cpu: thousands of such nodes reach the bound).
+    pub fn apply(&mut self, info: &NodeInfo, delta: i64) {
+        let gpus = &info.gpus;
+        let capacity = gpus.count() as i64 * i64::from(gpu_scheduler_model::gpu::MILLI_PER_GPU);
+        let allocated = capacity.saturating_sub(gpus.free_total()).clamp(0, capacity);
+        let requested = info.requested.milli_cpu.min(info.node.allocatable.milli_cpu);
+        for (sum, v) in [
+            (&mut self.gpu_capacity_milli, capacity),
+            (&mut self.gpu_allocated_milli, allocated),
+            (&mut self.cpu_allocatable_milli, info.node.allocatable.milli_cpu),
+            (&mut self.cpu_requested_milli, requested),
+        ] {
+            *sum = sum.saturating_add(v.saturating_mul(delta));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

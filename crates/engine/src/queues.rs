@@ -17,9 +17,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crate::devices::GpuKind;
-use crate::facts::GPU_RESOURCE;
 use crate::model::{Labels, Pod, PodRef};
+use gpu_scheduler_model::gpu::{GPU_RESOURCE, GpuKind};
 
 /// The Queue CRD's group/version and kind.
 pub const API_VERSION: &str = "gpu-scheduler.io/v1alpha1";
@@ -664,7 +663,7 @@ mod tests {
                 pod(name)
                     .priority(priority)
                     .with(|p| {
-                        p.gpu = crate::devices::GpuRequest::whole(1);
+                        p.gpu = gpu_scheduler_model::gpu::GpuRequest::whole(1);
                         p.pod_group = group.map(str::to_string);
                     })
                     .build(),

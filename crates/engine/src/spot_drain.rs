@@ -19,9 +19,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::cache::Cache;
-use crate::config::{ConfigError, go_duration};
 use crate::model::{PodRef, Taint, TaintEffect};
 use crate::time::Millis;
+use gpu_scheduler_model::field::ConfigError;
+use gpu_scheduler_model::go_duration;
 
 /// The taint put on draining nodes.
 pub const TAINT_SPOT_EXPIRING: &str = "gpu-scheduler.io/spot-expiring";
@@ -79,7 +80,7 @@ impl SpotDrainConfig {
     pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
         use crate::bounds::{MAX_DURATION, duration, int};
         for (field, d) in [("window", self.window), ("interval", self.interval)] {
-            ConfigError::check(format!("{path}.{field}"), duration(d, crate::config::MIN_DURATION, MAX_DURATION))?;
+            ConfigError::check(format!("{path}.{field}"), duration(d, crate::bounds::MIN_DURATION, MAX_DURATION))?;
         }
         ConfigError::check(format!("{path}.maxEvictions"), int(self.max_evictions, 1, u32::MAX))?;
         Ok(())

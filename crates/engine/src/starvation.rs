@@ -13,11 +13,12 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::cache::Snapshot;
-use crate::config::{ConfigError, go_duration};
 use crate::facts::GPU_RESOURCE;
-use crate::framework::{Code, Status};
+use crate::framework::{Code, NodeHolds, Status};
 use crate::model::Pod;
 use crate::time::{MINUTE, Millis};
+use gpu_scheduler_model::field::ConfigError;
+use gpu_scheduler_model::go_duration;
 
 /// The name held-node rejections are filed under (in explanations, and
 /// for the events that release a pod blocked by a hold).
@@ -58,7 +59,7 @@ impl Default for StarvationGuardConfig {
 impl StarvationGuardConfig {
     pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
         use crate::bounds::{Interval, MAX_DURATION, duration};
-        ConfigError::check(format!("{path}.after"), duration(self.after, crate::config::MIN_DURATION, MAX_DURATION))?;
+        ConfigError::check(format!("{path}.after"), duration(self.after, crate::bounds::MIN_DURATION, MAX_DURATION))?;
         ConfigError::check(format!("{path}.maxHeldShare"), Interval::above(0.0, 1.0).check(self.max_held_share))?;
         Ok(())
     }
@@ -207,6 +208,16 @@ impl HeldNodes {
     /// The hold that keeps `pod` off `node`, if any.
     pub fn blocking(&self, node: &str, pod: &Pod) -> Option<&Hold> {
         self.by_node.get(node).filter(|h| h.blocks(pod))
+    }
+}
+
+impl NodeHolds for HeldNodes {
+    fn blocks(&self, node: &str, pod: &Pod) -> bool {
+        self.blocking(node, pod).is_some()
+    }
+
+    fn blocking(&self, node: &str, pod: &Pod) -> Option<Status> {
+        HeldNodes::blocking(self, node, pod).map(Hold::status)
     }
 }
 

@@ -123,12 +123,12 @@ proptest! {
             .map(|(i, v)| json!({"metric": {"node": format!("n{i}")}, "value": [1.5, v]}))
             .collect();
         let body = json!({"status": "success", "data": {"resultType": "vector", "result": samples}}).to_string();
-        let read = engine::provided_facts::parse_prometheus_answer(&body, "node").map_err(TestCaseError::fail)?;
+        let read = engine::facts::provided::parse_prometheus_answer(&body, "node").map_err(TestCaseError::fail)?;
         prop_assert!(read.values().all(|v| v.is_finite()));
         // The sample's time is a number too.
         for t in &values {
             let body = format!(r#"{{"status":"success","data":{{"resultType":"vector","result":[{{"metric":{{"node":"a"}},"value":[{t},"1"]}}]}}}}"#);
-            let _ = engine::provided_facts::parse_prometheus_answer(&body, "node");
+            let _ = engine::facts::provided::parse_prometheus_answer(&body, "node");
         }
     }
 

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use engine::provided_facts::{PrometheusFact, parse_prometheus_answer};
+use engine::facts::provided::{PrometheusFact, parse_prometheus_answer};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 

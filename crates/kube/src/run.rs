@@ -25,9 +25,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use engine::algorithm::ExplainDetails;
 use engine::config::Configuration;
+use engine::facts::provided::ProvidedFacts;
 use engine::framework::Status;
 use engine::gang::GangPhase;
-use engine::provided_facts::ProvidedFacts;
 use engine::scheduler::{BindingTask, CycleOutcome, Scheduler};
 use engine::spot_drain::SpotDrainConfig;
 use engine::time::Millis;

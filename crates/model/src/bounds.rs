@@ -11,6 +11,9 @@ use crate::go_duration;
 
 pub use crate::go_duration::MAX_DURATION;
 
+/// The shortest duration a field that must be positive accepts.
+pub const MIN_DURATION: Duration = Duration::from_nanos(1);
+
 /// An interval of real numbers, each end open or closed. NaN is in none.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Interval {

@@ -28,3 +28,23 @@ pub fn unsupported(path: impl Into<String>, bad: &str, supported: &[&str]) -> Co
     let list = supported.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ");
     ConvertError { path: path.into(), message: format!("Unsupported value: {bad:?}: supported values: {list}") }
 }
+
+/// A configuration problem: the field path and what is wrong with it.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("{path}: {message}")]
+pub struct ConfigError {
+    pub path: String,
+    pub message: String,
+}
+
+impl ConfigError {
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError { path: path.into(), message: message.into() }
+    }
+
+    /// The value a range check ([`crate::bounds`]) let through, or its
+    /// message as the error of the field at `path`.
+    pub fn check<T>(path: impl Into<String>, checked: Result<T, String>) -> Result<T, ConfigError> {
+        checked.map_err(|m| ConfigError::new(path, m))
+    }
+}

@@ -7,9 +7,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
 use super::{ConvertError, int_or_string, invalid, non_empty, required};
-use crate::facts::GPU_RESOURCE;
 use crate::quantity::Quantity;
 use crate::queues::Queue;
+use gpu_scheduler_model::gpu::GPU_RESOURCE;
 
 /// A Queue object. Unknown fields are errors, as `kubectl apply`'s strict
 /// decoding makes them; the status is the scheduler's to write.

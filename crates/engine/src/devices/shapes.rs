@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use super::MILLI_PER_GPU;
 use super::request::{GpuKind, GpuModels};
-use crate::config::ConfigError;
 use crate::model::Pod;
+use gpu_scheduler_model::field::ConfigError;
 
 /// The shape of a pod, as fragmentation sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::{ATTRIBUTE_MODEL, ATTRIBUTE_PRODUCT_NAME, ATTRIBUTE_TYPE, CAPACITY_MEMORY};
 use super::{Allocation, Attribute, DeviceClass, DeviceId, NodeScope, PodAllocations, ResourceClaim, Slice};
-use crate::devices::MAX_DEVICES;
+use gpu_scheduler_model::gpu::MAX_DEVICES;
 
 /// What one decision does to one claim, laid over the API's version of
 /// it until that version shows it.

@@ -5,7 +5,7 @@
 //! `minMember`, `minResources` and `scheduleTimeoutSeconds`, and pods joined
 //! to it by the label `scheduling.x-k8s.io/pod-group`. Unlike coscheduling,
 //! which reserves members one cycle at a time and holds them in Permit, a
-//! gang here is placed in one cycle ([`crate::scheduler::Scheduler`]): each
+//! gang here is placed in one cycle (the scheduler's gang cycle): each
 //! member is decided against the snapshot with the members before it
 //! assumed, and all are kept or none. Two gangs therefore never each hold
 //! part of the cluster waiting for the rest.

@@ -3,6 +3,7 @@
 //! the holds planned on each cycle's snapshot.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use super::Scheduler;
 use crate::forecast::{Demand, Forecaster};
@@ -32,7 +33,7 @@ impl Scheduler {
         f.plan(&self.snapshot, now, &taken);
         let demand = Demand::of(pod, crate::queues::queue_of(pod, self.cache.namespaces()));
         if let Some(held) = f.index(demand) {
-            state.write(held);
+            state.add_holds(Arc::new(held));
         }
     }
 }

@@ -215,16 +215,8 @@ impl Scheduler {
                 continue;
             }
             self.cache.update_snapshot(&mut self.snapshot);
-            let mut state = CycleState::at(now);
-            state.set_node_selector(profile.node_selector.clone());
+            let mut state = self.cycle_state(profile, &qp.pod, now);
             state.set_restriction(restriction.clone());
-            state.set_nominated(self.nominated());
-            state.set_held(self.holds.index());
-            self.forecast_cycle(&mut state, &qp.pod, now);
-            state.write(profile.gpu_placement);
-            if !self.waiting.is_empty() {
-                state.write(crate::queues::Waiting(self.waiting.clone()));
-            }
             // A member alone preempts nothing: the gang preempts for all
             // its members at once, or not at all.
             state.set_skip_post_filter(!preempt);

@@ -23,12 +23,12 @@ use crate::dra::{DeviceClass, PodAllocations, ResourceClaim, Slice};
 use crate::explain::DecisionRecord;
 use crate::extender::Extender;
 use crate::facts::FactWarning;
+use crate::facts::provided::ProvidedFacts;
 use crate::framework::{Binder, ClusterEvent, Code, CycleState, EventAction, EventResource, Nominated, Plugin, Status};
 use crate::gang::{GangStatus, Gangs, PodGroup};
 use crate::model::{LabelSelector, Labels, Node, Pod, PodRef};
 use crate::policy_switch::PolicySwitched;
 use crate::profile::Profile;
-use crate::provided_facts::ProvidedFacts;
 use crate::queue::{QueuedPod, SchedulingQueue};
 use crate::queues::Queue;
 use crate::starvation::{Holds, STARVATION_GUARD};
@@ -313,7 +313,11 @@ impl Scheduler {
             plugin_events: plugin_events(&profiles),
             by_name: by_name(&profiles),
             profiles,
-            cache: Cache::for_config(cfg),
+            cache: Cache::configured(
+                cfg.node_facts.clone(),
+                cfg.gpu_shapes.clone(),
+                cfg.assumed_pod_ttl_seconds.saturating_mul(1000),
+            ),
             fact_warnings: HashSet::new(),
             new_warnings: Vec::new(),
             snapshot: Snapshot::new(),
@@ -998,6 +1002,24 @@ impl Scheduler {
 
     // ------------------------------------------------------------ cycles
 
+    /// The state one cycle starts from, for a single pod and a gang's
+    /// member alike: every side table a cycle reads is written here, so a
+    /// new one cannot be missed by gangs.
+    fn cycle_state(&mut self, profile: &Profile, pod: &Pod, now: Millis) -> CycleState {
+        let mut state = CycleState::at(now);
+        state.set_node_selector(profile.node_selector.clone());
+        state.set_nominated(self.nominated());
+        if let Some(held) = self.holds.index() {
+            state.add_holds(held);
+        }
+        self.forecast_cycle(&mut state, pod, now);
+        state.write(profile.gpu_placement);
+        if !self.waiting.is_empty() {
+            state.write(crate::queues::Waiting(self.waiting.clone()));
+        }
+        state
+    }
+
     /// Pops the next pod and runs one scheduling cycle; None when no pod is
     /// ready at `now`.
     pub fn schedule_one(&mut self, now: Millis) -> Option<CycleOutcome> {
@@ -1024,15 +1046,7 @@ impl Scheduler {
             }
             // The gang has its minMember: later members join like ordinary pods.
         }
-        let mut state = CycleState::at(now);
-        state.set_node_selector(profile.node_selector.clone());
-        state.set_nominated(self.nominated());
-        state.set_held(self.holds.index());
-        self.forecast_cycle(&mut state, &qp.pod, now);
-        state.write(profile.gpu_placement);
-        if !self.waiting.is_empty() {
-            state.write(crate::queues::Waiting(self.waiting.clone()));
-        }
+        let mut state = self.cycle_state(&profile, &qp.pod, now);
         let decision = self.algorithm.schedule(&profile, &mut state, &qp.pod, &self.snapshot);
         let mut record = decision.record;
         let mut qp = qp;

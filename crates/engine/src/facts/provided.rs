@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ConfigError, go_duration};
-use crate::facts::NodeFacts;
+use super::NodeFacts;
 use crate::time::Millis;
+use gpu_scheduler_model::field::ConfigError;
+use gpu_scheduler_model::go_duration;
 
 /// The numeric fact that, when provided, replaces the temperature
 /// annotation.
@@ -38,7 +39,7 @@ impl ProvidedFacts {
     pub fn apply(&self, facts: &mut NodeFacts) {
         facts.last_hardware_alert = facts.last_hardware_alert.max(self.event_alert);
         if let Some(t) = self.numbers.get(FACT_TEMPERATURE) {
-            facts.temperature_celsius = Some(*t).filter(|t| crate::facts::CELSIUS.contains(*t));
+            facts.temperature_celsius = Some(*t).filter(|t| super::CELSIUS.contains(*t));
         }
         facts.numbers = self.numbers.clone();
     }
@@ -104,8 +105,8 @@ impl PrometheusFact {
         if self.node_label.is_empty() {
             return Err(ConfigError::new(format!("{path}.nodeLabel"), "must not be empty"));
         }
+        use crate::bounds::MIN_DURATION;
         use crate::bounds::{MAX_DURATION, duration};
-        use crate::config::MIN_DURATION;
         ConfigError::check(format!("{path}.interval"), duration(self.interval, MIN_DURATION, MAX_DURATION))?;
         ConfigError::check(format!("{path}.timeout"), duration(self.timeout, MIN_DURATION, self.interval))
             .map_err(|e| ConfigError::new(e.path, format!("{} (at most interval)", e.message)))?;

@@ -3,14 +3,16 @@
 //! malformed value leaves the fact absent and yields one [`FactWarning`];
 //! it never fails the node.
 
+pub mod provided;
+
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::ConfigError;
 use crate::model::{LABEL_ZONE, Node, Pod};
-use crate::provided_facts::PrometheusFact;
 use crate::time::Millis;
+use gpu_scheduler_model::field::ConfigError;
+use provided::PrometheusFact;
 
 pub const LABEL_GPU_MODEL: &str = "gpu-model";
 pub const LABEL_GPU_PRODUCT: &str = "nvidia.com/gpu.product";
@@ -281,9 +283,9 @@ impl NodeFacts {
             });
         // Read with the devices (`NodeGpus`); only the warning is made here.
         if let (Err(e), Some(raw)) =
-            (crate::devices::gpu_memory_label(labels), labels.get(crate::devices::LABEL_GPU_MEMORY))
+            (gpu_scheduler_model::gpu::gpu_memory_label(labels), labels.get(gpu_scheduler_model::gpu::LABEL_GPU_MEMORY))
         {
-            warn(crate::devices::LABEL_GPU_MEMORY, raw, e);
+            warn(gpu_scheduler_model::gpu::LABEL_GPU_MEMORY, raw, e);
         }
         let condition_alert = node
             .conditions
@@ -383,7 +385,7 @@ mod tests {
             .annotation(ANNOTATION_SPOT_EXPIRY, "tomorrow")
             .annotation(ANNOTATION_LAST_ALERT, "")
             .annotation(ANNOTATION_TEMPERATURE, "hot")
-            .label(crate::devices::LABEL_GPU_MEMORY, "80GB")
+            .label(gpu_scheduler_model::gpu::LABEL_GPU_MEMORY, "80GB")
             .build();
         let (f, warnings) = NodeFacts::of(&n, &FactsConfig::default());
         assert_eq!(
@@ -401,7 +403,7 @@ mod tests {
                 ANNOTATION_SPOT_EXPIRY,
                 ANNOTATION_TEMPERATURE,
                 LABEL_MAINTENANCE,
-                crate::devices::LABEL_GPU_MEMORY,
+                gpu_scheduler_model::gpu::LABEL_GPU_MEMORY,
                 LABEL_GPU_PRODUCT
             ]
         );
