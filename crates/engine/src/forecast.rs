@@ -13,6 +13,13 @@
 //! with the window. The holds live here, apart from the starvation
 //! guard's: a cycle reads them as [`ForecastHeld`] from its
 //! [`CycleState`](crate::framework::CycleState).
+//!
+//! [`Forecaster`] keeps the arrivals per [`Demand`] (queue and [`Shape`]),
+//! predicts ([`Prediction::explain`] says how) and plans the holds on a
+//! snapshot, leaving out the starvation guard's nodes. A held node's
+//! rejection is unresolvable (evicting there would not let the pod in) and
+//! retried at the window's end. `scheduler/forecast.rs` is the scheduler's
+//! side, gang cycles included.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
