@@ -2,6 +2,26 @@
 //! sampled share of them) → PostFilter when nothing fits → PreScore →
 //! Score → NormalizeScore → weighted sum → select (ties broken from the
 //! seeded random source). Pure: everything it reads is passed in.
+//!
+//! - PreFilter may narrow the candidates or skip a plugin's Filter. The
+//!   nominated node is tried first; then Filter runs over a rotating window
+//!   of the snapshot, resumed where the last cycle stopped, until
+//!   `numFeasibleNodesToFind` feasible nodes are found (kube's adaptive
+//!   `percentageOfNodesToScore`). Nodes a filter marked `Fallback` are kept
+//!   aside and used only if no node passed outright (else recorded as
+//!   rejected). Extenders then filter the feasible nodes.
+//! - Filter and Score run on rayon over chunks of about two tasks per
+//!   thread (finer splitting buys nothing: nodes cost the same); under 64
+//!   nodes the work stays on the calling thread. Feasible and rejected
+//!   nodes are kept as snapshot positions and scores in one node-major
+//!   matrix, so no reference count is touched per node.
+//! - A single feasible node is taken without scoring, as in kube. Otherwise
+//!   the highest total wins, ties by reservoir sampling from the seeded
+//!   `StdRng`, or with the profile's `tieBreak: nodeOrder` to the node first
+//!   in an order hashed from its name and the seed (the FGD reference's).
+//! - It fills the `DecisionRecord` as it goes, and for an explained
+//!   decision ([`ExplainDetails`]) asks the plugins' details on each
+//!   feasible node after the decision.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,11 +1,34 @@
 //! The scheduler cache and its snapshots.
 //!
 //! The cache is the one place cluster state is written (watch events in
-//! `run`, manifests in `simulate`). Every change to a node bumps a global
+//! `run`, manifests in `simulate`), and only through `Scheduler`'s methods.
+//! Every change to a node bumps a global
 //! generation; a [`Snapshot`] remembers the generation it has seen and
 //! [`Cache::update_snapshot`] copies only the nodes changed since then.
 //! NodeInfos are shared (`Arc`) between the cache and snapshots and cloned
-//! on write, so an update costs one copy of each changed node.
+//! on write, so an update costs one copy of each changed node, and only of
+//! a node a snapshot still holds.
+//!
+//! Besides one `NodeInfo` per node (with its facts, read once per node
+//! update), the cache keeps pod states (bound or assumed), namespace labels,
+//! [`ServiceStats`] per service (moved when a node's zone or cloud changes),
+//! each gang's members held ([`Cache::group_counts`]), and the pod shapes
+//! seen ([`Cache::observe_shape`]: a pod when queued, or first seen bound).
+//! An assumed pod whose binding succeeded gets a deadline
+//! `assumedPodTTLSeconds` later; [`Cache::cleanup_assumed_pods`] forgets
+//! those whose bound view has not come by then (kube-scheduler's expiry: a
+//! lost watch event must not hold a node's room for ever); a binding in
+//! flight never expires.
+//!
+//! A snapshot holds the NodeInfos in search order (zones interleaved, like
+//! kube's node tree, recomputed only when nodes come or go or a node's
+//! region or zone changes), their summaries in one contiguous array, their
+//! names ([`NodeNames`], shared with decision records), and what changes
+//! with the nodes: `FactCounts`, the load, the GPU gaps and free GPU per
+//! node type. Service stats, PDBs, volumes, DRA objects, queues and the
+//! typical GPU shapes are copied only when their generation changed.
+//! [`NodeList`] is some of a snapshot's nodes by position (what PreScore
+//! gets).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -1,6 +1,15 @@
-//! The configuration file (DESIGN.md §3): YAML shaped like kube-scheduler's
+//! The configuration file (every field, with its default, in
+//! `examples/config.yaml`): YAML shaped like kube-scheduler's
 //! `KubeSchedulerConfiguration`. Loading validates everything and names the
 //! offending field by its path (`profiles[1].plugins.score.enabled[0].weight`).
+//!
+//! Serde with `deny_unknown_fields` and kube-style defaults, plus the checks
+//! serde cannot express; errors are [`ConfigError`] `{ path, message }`.
+//! It knows nothing about which plugins exist (plugin args are checked when
+//! the profiles are built). Device settings: `gpuShapes` (top level) and
+//! each profile's `gpuPlacement`. Profiles' `podSelector` and `nodeSelector`
+//! are k8s-openapi `LabelSelector`s, one of the few uses of k8s-openapi
+//! outside `convert`.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;

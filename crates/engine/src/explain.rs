@@ -2,6 +2,14 @@
 //! rejected (plugin and reason) or how it scored (each plugin's raw,
 //! normalised and weighted score), and kube-scheduler's summary message
 //! for unschedulable pods.
+//!
+//! [`FitError`]'s message counts the reasons over the nodes and sorts them
+//! as strings, exactly as kube-scheduler does. A [`DecisionRecord`] keeps
+//! nodes as snapshot positions beside the snapshot's shared name list, so
+//! recording copies no strings and touches no NodeInfo; nodes never
+//! evaluated (a partial search) are not in it. It expands into a
+//! serialisable [`Explanation`]: the selected node first, then the feasible
+//! nodes by total, then the rejected ones with the plugin and reasons.
 
 use std::collections::{BTreeMap, HashSet};
 

@@ -3,6 +3,15 @@
 //! after its own filters, on the nodes that passed them, and after its own
 //! scores; the implementation does the I/O (see `gpu-scheduler-extender`
 //! for the HTTP one), so the engine itself still does none.
+//!
+//! As in kube: an extender is asked only about pods using its managed
+//! resources; a filter failure skips an ignorable extender and fails the
+//! cycle otherwise (the pod backs off); priorities (0 to
+//! [`MAX_EXTENDER_PRIORITY`]) count as score × weight × 10, recorded as a
+//! score column, and their failures are skipped; a binding extender binds
+//! the pods it wants (`BindingTask`, in `scheduler`). [`sources_needed`]
+//! says whether drivers must keep the API objects (`Pod::source`,
+//! `Node::source`), which only extenders are sent.
 
 use thiserror::Error;
 

@@ -11,8 +11,15 @@
 //! matching pod uses up one unit of the forecast, keeps its part of the
 //! hold while it waits, and gives it up once placed; a window's holds end
 //! with the window. The holds live here, apart from the starvation
-//! guard's: a cycle reads them as [`ForecastHeld`] from its
-//! [`CycleState`](crate::framework::CycleState).
+//! guard's: a cycle gets them as [`ForecastHeld`], one of the
+//! [`NodeHolds`] of its [`CycleState`](crate::framework::CycleState).
+//!
+//! [`Forecaster`] keeps the arrivals per [`Demand`] (queue and [`Shape`]),
+//! predicts ([`Prediction::explain`] says how) and plans the holds on a
+//! snapshot, leaving out the starvation guard's nodes. A held node's
+//! rejection is unresolvable (evicting there would not let the pod in) and
+//! retried at the window's end. `scheduler/forecast.rs` is the scheduler's
+//! side, gang cycles included.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;

@@ -1,6 +1,24 @@
 //! The scheduling framework: plugin traits for each extension point of
 //! kube-scheduler, the status they return, and the per-cycle state they
 //! share. A profile holds the plugins enabled at each point.
+//!
+//! - [`Status`] and [`Code`], with [`Code::Fallback`]: a filter's "fits,
+//!   but only if nothing else does". `Status::success()` is a constant and
+//!   reasons are built only on failure, so Filter and Score allocate
+//!   nothing when a node passes.
+//! - [`CycleState`]: per-cycle plugin state keyed by type, with the cycle's
+//!   clock (`now`), the profile's nodeSelector, a [`Restriction`] (a gang's
+//!   topology domain), the [`Nominated`] pods of earlier preemptions, and
+//!   the starvation guard's held nodes. [`filter_with_nominated`] runs the
+//!   filters with the nominated pods of higher or equal priority added and
+//!   without, as kube does, and checks the holds; the hot loop leaves it to
+//!   the few nodes concerned.
+//! - [`PostFilterContext`] and [`PostFilterResult`]: a node to nominate and
+//!   the victims to evict; the engine does no I/O, the driver evicts.
+//! - `explain` on Filter and Score plugins: optional name → value details
+//!   behind a verdict, asked for only when a decision is explained.
+//! - [`ClusterEvent`]s a plugin registers, so the queue knows what can make
+//!   a pod it rejected schedulable; the [`Binder`] trait.
 
 use std::any::{Any, TypeId};
 use std::borrow::Cow;

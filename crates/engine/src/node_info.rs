@@ -7,7 +7,14 @@
 //! that costs more than the arithmetic done on it. Snapshots keep the
 //! summaries in one contiguous array, read sequentially; a plugin reaches
 //! into the NodeInfo only when the pod needs more (labels, taints, ports,
-//! extended resources, pods).
+//! extended resources, pods). A summary is always derived from a NodeInfo,
+//! never edited.
+//!
+//! A NodeInfo also keeps the node's GPUs as devices (`gpus`, a
+//! `devices::NodeGpus`), changed only by `add_pod`, `remove_pod` and
+//! `set_node`. [`FactCounts`] (how many nodes have each policy fact, kept
+//! by the snapshot with the summaries) lets a policy plugin skip a cycle in
+//! a cluster none of whose nodes has its fact.
 
 use std::num::NonZeroU64;
 use std::ops::Deref;

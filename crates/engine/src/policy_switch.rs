@@ -5,6 +5,11 @@
 //! the pod with the profile as the active rule changes it. A rule is left
 //! only once the load is past its threshold by `hysteresis` points, so a
 //! load wobbling around a threshold does not flap between policies.
+//!
+//! [`Load`] (GPU and CPU allocated against capacity) is updated with each
+//! changed NodeInfo, as the fact counts are, so reading it is free;
+//! [`PolicySwitchConfig::next`] gives the rule in force, and each change is
+//! a [`PolicySwitched`] for the driver to report.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

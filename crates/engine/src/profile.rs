@@ -3,6 +3,13 @@
 //! registry. Merging follows kube-scheduler: `multiPoint` first, then each
 //! point's own `disabled` (`*` = all) and `enabled` (weight overrides in
 //! place, new plugins appended).
+//!
+//! A default plugin may bring args of its own (`DefaultPlugin::with_args`),
+//! laid under the profile's `pluginConfig` field by field and dropped when
+//! `multiPoint` disables the plugin. All profiles must share one QueueSort
+//! plugin, since one queue serves them. A profile with `policySwitch` rules
+//! carries one variant `Profile` per rule, built the same way with the
+//! rule's `gpuPlacement` and weights laid over the profile's configuration.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

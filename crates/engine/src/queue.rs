@@ -1,8 +1,16 @@
 //! The scheduling queue, as kube-scheduler's: an active heap ordered by the
 //! QueueSort plugin, a backoff heap (1 s doubling to 10 s by default), and
-//! an unschedulable pool that cluster events drain selectively and that is
-//! flushed after 5 minutes. Time is passed in (milliseconds on the
-//! caller's clock); the queue reads no clock.
+//! an unschedulable pool that cluster events drain selectively (only for
+//! pods rejected by a plugin interested in the event) and that is flushed
+//! after 5 minutes (checked every 30 s). Time is passed in (milliseconds on
+//! the caller's clock); the queue reads no clock.
+//!
+//! An unschedulable pod may carry a time at which its rejection lapses by
+//! itself (`Status::retry_at`, e.g. NodeHealth's alert ageing out; the
+//! earliest over the nodes): it is tried again then
+//! ([`SchedulingQueue::add_unschedulable_until`]).
+//! [`SchedulingQueue::next_backoff_expiry`] (backoffs and those timed
+//! retries) lets a simulated clock jump ahead and tells `run` when to wake.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap, HashSet};

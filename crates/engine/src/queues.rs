@@ -13,6 +13,16 @@
 //! `nvidia.com/gpu` in thousandths of a GPU (a share counts its part),
 //! other resources as counts. A queue limits only the resources its quota
 //! names.
+//!
+//! [`Queues`] holds the specs and each queue's own pods' use, kept by the
+//! cache as pods are added, assumed and removed, and carried in the
+//! snapshot. Its checks: `admit` (the quota up the chain, whose error is the
+//! pod's reason), `fair` (fair sharing by weight against the siblings with
+//! pods [`Waiting`], which the scheduler keeps per queue and hands to each
+//! cycle), `reclaim` (the borrowers' pods to evict for a queue within its
+//! quota) and `statuses` (use for status and metrics); [`demand`] is what a
+//! pod takes. The checks run in the QueueQuota plugin, whose name is here
+//! ([`QUEUE_QUOTA`]) so that drivers report its victims as a reclaim.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -1,9 +1,12 @@
 //! Spot draining, the article's cost scenario: what the rebalancer does
 //! to spot nodes whose expiry (`gpu-scheduler.io/spot-expiry`) is within
 //! the window. Pure: [`plan`] looks at the cache at a given time and says
-//! which nodes to taint or untaint and which pods to evict, in order; `run`
-//! carries the plan out (leader only, through the Eviction API, a few pods
-//! at a time) and `simulate` prints it for `--now`.
+//! which nodes to taint or untaint and which pods to evict, in order
+//! ([`DrainPlan`], with the pods kept and why), and [`take_batch`] takes one
+//! interval's evictions within the allowance; `run` carries the plan out
+//! (leader only, through the Eviction API, a few pods at a time, so
+//! PodDisruptionBudgets are the API server's to enforce) and `simulate`
+//! prints it for `--now`.
 //!
 //! The rules: a node is drained only inside the window; it is tainted
 //! `gpu-scheduler.io/spot-expiring:NoSchedule` first (so no scheduler puts

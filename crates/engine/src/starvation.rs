@@ -3,9 +3,17 @@
 //! it would fit soonest; pods of lower or equal priority asking for GPUs do
 //! not take that node's GPUs meanwhile (they go elsewhere or wait), so an
 //! 8-GPU job is not starved forever by a stream of 1-GPU jobs. The holds are
-//! the scheduler's state; cycles read them as [`HeldNodes`] from the
-//! [`CycleState`](crate::framework::CycleState), and the rejection is
+//! the scheduler's state; cycles get them as [`HeldNodes`], one of the
+//! [`NodeHolds`] of the [`CycleState`](crate::framework::CycleState), and
+//! the rejection is
 //! explained like a filter's ("node(s) held for ml/pretrain since ...").
+//!
+//! The guard is set per profile (`enabled`, `after`, `maxHeldShare`: the
+//! share of the cluster's GPUs held at most). [`Holds::hold`] picks the node
+//! among those that rejected the pod only for now (pods leaving can make
+//! room there), and a hold keeps off pods asking for GPUs, not of the
+//! holder's gang, of priority up to the holder's. A hold ends when its pod
+//! leaves the queue.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,5 +1,7 @@
 //! Builders for pods and nodes in tests of the engine, the plugins and
 //! tools: terse, and explicit about what a test sets.
+//!
+//! `node(..).info()` reads the node's facts as the cache does.
 
 use crate::facts::{FactsConfig, NodeFacts};
 use crate::model::{LABEL_HOSTNAME, LABEL_ZONE, Node, Taint, TaintEffect};

@@ -1,7 +1,10 @@
 //! PodDisruptionBudgets, as preemption reads them: which pods a budget
 //! covers and how many of them may be disrupted now. Preemption prefers
 //! victims whose eviction violates no budget (kube-scheduler's
-//! `filterPodsWithPDBViolation`).
+//! `filterPodsWithPDBViolation`, here [`split_by_violation`]).
+//!
+//! The number allowed is the budget's `status.disruptionsAllowed` when the
+//! disruption controller has written one, else derived from the spec.
 
 use crate::model::{LabelSelector, Pod, PodRef};
 

@@ -5,12 +5,21 @@
 //! the engine's `DraObjects` with the allocations decisions have assumed, handed to
 //! the DynamicResources plugin through the snapshot.
 //!
+//! The types: [`Slice`], [`Device`] (attributes, capacity, taints,
+//! per-device node scope), [`DeviceClass`], [`ResourceClaim`] with its
+//! requests (`exactly` or `firstAvailable`), constraints, allocation and
+//! consumers, [`ClaimTemplate`], a pod's [`PodClaim`]s, and
+//! [`PodAllocations`], what DynamicResources' Reserve leaves in the cycle
+//! state for the scheduler to assume and the binder to write. The scheduler
+//! does no allocation outside that plugin.
+//!
 //! GPUs published this way share the device model of the GPUs counted as
 //! `nvidia.com/gpu` ([`crate::gpu`]): a node whose slices carry
 //! devices of a GPU driver (`nodeFacts.draGpuDrivers`) lays its
 //! `NodeGpus` (the engine's `devices`) out from them, allocated claims
 //! take devices of it, and the GPU placement policies score such nodes as
-//! any other.
+//! any other. The GPUs a pod's claims ask for reach those policies as
+//! `ClaimedGpus` in the cycle state (the engine's `CycleState::pod_gpu`).
 
 use std::collections::BTreeMap;
 use std::fmt;

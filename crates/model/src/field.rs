@@ -1,5 +1,7 @@
 //! Errors in the fields of an object, worded as apimachinery's
-//! `field.Error` bodies so users see familiar text.
+//! `field.Error` bodies so users see familiar text. [`ConvertError`] is what
+//! conversion returns (the engine's `convert` re-exports it): the field
+//! path and the message.
 
 use std::fmt::Display;
 

@@ -2,6 +2,12 @@
 //! once (selectors compiled, requests summed) when an object enters the
 //! cache, so that the per-node hot path never re-parses API objects.
 //! `convert` builds these from k8s-openapi objects.
+//!
+//! A pod is shared as `Arc<Pod>` ([`PodRef`]) between the queue, the cache
+//! and snapshots. Its GPU request (`gpu`) and the devices it holds
+//! (`gpu_devices`, from `gpu-scheduler.io/gpu-index`) are fields like the
+//! others, read once by conversion; so is the name of each of its
+//! ResourceClaims (`Pod::claim_name`, kube's `resourceclaim.Name`).
 
 use std::sync::Arc;
 

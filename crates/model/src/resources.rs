@@ -1,5 +1,9 @@
 //! The resource model: what a pod requests and a node offers, in integer units
 //! (milli-cpu, bytes, counts), as kube-scheduler's `framework.Resource`.
+//! Extended resources (`nvidia.com/gpu`, hugepages, ...) sit in a small
+//! name-sorted vector beside cpu and memory; amounts add, subtract and take
+//! the maximum. The name classes are kube's (extended, hugepages, scalar),
+//! and so are the non-zero request defaults scoring uses.
 
 use std::sync::Arc;
 

@@ -1,10 +1,13 @@
 //! Volumes as the scheduler sees them (kube-scheduler's volume plugins:
 //! VolumeBinding, VolumeRestrictions, VolumeZone, NodeVolumeLimits):
-//! PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes,
-//! converted once when they arrive (`convert`), held by the cache in
-//! the engine's `VolumeObjects` and handed to plugins through the snapshot; and the
-//! bindings a decision assumes ([`PodVolumeBindings`]) until the PV
-//! controller confirms them, as kube's volume binder assumes them.
+//! PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes
+//! ([`Claim`], [`Volume`], [`StorageClass`], [`CsiNode`]) and a pod's
+//! [`PodVolume`]s, converted once when they arrive (`convert`), held by the
+//! cache in the engine's `VolumeObjects` and handed to plugins through the
+//! snapshot; and the bindings a decision assumes ([`PodVolumeBindings`],
+//! left in the cycle state by VolumeBinding's Reserve for the scheduler to
+//! assume and the binder to write) until the PV controller confirms them,
+//! as kube's volume binder assumes them.
 
 use crate::terms::{LabelSelector, Labels, NodeSelector, NodeSelectorTerm};
 

@@ -1,4 +1,4 @@
-//! Builds the engine's [`model::Pod`] and [`model::Node`] from k8s-openapi
+//! Builds the engine's [`crate::model::Pod`] and [`crate::model::Node`] from k8s-openapi
 //! objects, once, when they enter the cache: requests are aggregated,
 //! selectors compiled and validated, so the hot path never re-parses.
 //!
@@ -12,7 +12,13 @@
 //! capacity, and `matchLabelKeys` merged into selectors. Objects that did
 //! come from the API server are unaffected by these (already defaulted).
 //! Invalid fields are errors naming the field path, worded like the API's
-//! field errors.
+//! field errors ([`ConvertError`], from the model crate's `field`).
+//!
+//! One module per kind or concern: `pod` and `node`, `resources` (effective
+//! requests, and the non-zero defaults scoring uses), `selectors`,
+//! `scheduling` (taints, tolerations, spread constraints), `pdb`, `volumes`,
+//! `dra`, and our CRDs, which k8s-openapi lacks: `pod_group` and `queue`
+//! (each with the object as the API serves it).
 
 mod dra;
 mod node;

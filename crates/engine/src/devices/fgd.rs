@@ -26,6 +26,10 @@
 //! - **Device** of a share: the first by index among those whose score is
 //!   the highest (an integer score: devices within a point tie); whole GPUs
 //!   take the lowest free indices.
+//!
+//! [`FgdShapes`] holds its typical pods, cut from the shapes seen, with its
+//! fragmentation, score and device choice. Why it is kept and how it
+//! compares: docs/BENCHMARKS.md, "A faithful FGD".
 
 use std::sync::Arc;
 

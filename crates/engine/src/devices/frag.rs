@@ -9,6 +9,12 @@
 //! The same measure picks devices: inside a node, a share goes to the
 //! device that leaves the least fragmentation (`GpuPlacement::Fragmentation`),
 //! or best or worst fit.
+//!
+//! [`GpuState`] is what the measure reads of a node (devices, cpu left,
+//! model). Besides FGD's, two measures of our own rank placements
+//! ([`Measure`]): `Stranded` and `Packed` (the default). [`choose_devices`]
+//! chooses as a [`DeviceChoice`] says (placement, measure, gap balance);
+//! [`cluster_fragmentation`] is the cluster's figure, always FGD's.
 
 use serde::{Deserialize, Serialize};
 

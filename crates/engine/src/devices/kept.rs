@@ -17,6 +17,10 @@
 //! kept set stops losing free GPUs to other pods until its share is back
 //! above its demand. Demand counts GPU thousandths (a share's part, or
 //! 1000 a whole GPU, times the GPUs) weighted by the shapes' probabilities.
+//!
+//! [`TypeCapacity`] is the free GPU per node type, kept by the snapshot with
+//! the nodes that change; [`KeptTypes`] are the types a request leaves to
+//! the shapes that fit nothing else.
 
 use std::sync::Arc;
 

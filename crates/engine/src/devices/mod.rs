@@ -13,7 +13,15 @@
 //! typical pod shapes ([`shapes`]), which the cache learns from the pods it
 //! sees. The same measure scores nodes (the GpuFragmentation plugin) and
 //! picks the devices inside the chosen node ([`choose_devices`]). The FGD
-//! paper's own policy, kept as a reference, is [`fgd`].
+//! paper's own policy, kept as a reference, is [`fgd`]. Beside it: the
+//! cluster's gaps ([`gaps`]), the per-node memo of the measure ([`memo`])
+//! and the node types kept for pods that fit nothing else ([`kept`]).
+//!
+//! [`GpuPlacement`] is the profile's `gpuPlacement`. [`assign`] is the one
+//! call `Scheduler::assume` makes to give the assumed pod its devices, from
+//! the snapshot its decision saw, by the measure and gap balance
+//! GpuFragmentation left in the cycle state (for `fgd`, by FGD's rule on the
+//! typical pods FgdScore left).
 
 pub mod fgd;
 pub mod frag;

@@ -6,9 +6,17 @@
 //! GPU, GPU count, GPU memory, accepted models). The cache counts every
 //! pod once, when it is queued or first seen bound, with older pods
 //! fading (`halfLifePods`) so the shapes follow the workload; configured
-//! prior shapes count as that many fresh pods each. The typical shapes are
+//! prior shapes count as that many fresh pods each. With
+//! `learnFrom: workload` the shapes come from a workload given in advance
+//! (`ShapeStats::observe_workload`). The typical shapes are
 //! the most frequent ones covering `coverage` of the weight, normalised
 //! to sum to 1, as in the paper.
+//!
+//! [`TypicalShapes`] also keeps every shape seen (for other cuts), groups
+//! the shapes by GPU part for a fast measure, and holds the table of what
+//! no mix of typical shares fills of each free part (`residue`, rebuilt
+//! when the shapes change) and what the live share sizes (1 % of the
+//! typical shares or more) fill of each gap ([`TypicalShapes::live_fill`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;

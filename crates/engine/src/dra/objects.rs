@@ -5,6 +5,10 @@
 //! API version of the claim shows the allocation and the reservation. An
 //! API version that does not yet (the finalizer written first, or another
 //! writer's update) does not take the decision away.
+//!
+//! The slices are indexed by node, and a node's GPU slices give its device
+//! layout (`DraObjects::gpu_layout`, for `NodeGpus`). Choosing devices is the
+//! DynamicResources plugin's; this only holds what it chose.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;

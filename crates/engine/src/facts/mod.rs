@@ -1,7 +1,16 @@
 //! Node facts: the labels and annotations the policy plugins decide on,
-//! parsed once per node update into typed values (DESIGN.md §4). A
+//! parsed once per node update into typed values (docs/POLICIES.md). A
 //! malformed value leaves the fact absent and yields one [`FactWarning`];
 //! it never fails the node.
+//!
+//! [`NodeFacts::of`] reads the GPU model (the `gpu-model` label, or
+//! `nvidia.com/gpu.product` through the `nodeFacts.gpuModels` table), cloud,
+//! zone, disk type, maintenance flag, spot expiry, last hardware alert
+//! (annotation, or the configured True conditions) and temperature. The
+//! label and annotation names of the policy are the constants here, and
+//! [`service_identity`] is a pod's service (namespace + `app`, else
+//! `app.kubernetes.io/name`). Facts that do not live on the Node object are
+//! laid over these by the cache ([`provided`]).
 
 pub mod provided;
 

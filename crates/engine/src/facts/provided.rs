@@ -1,8 +1,11 @@
 //! Node facts that do not live on the Node object: hardware alerts read
 //! from Warning Events, and numbers polled from a monitoring system
-//! (`nodeFacts.prometheus`). The caller (`run`) gathers them and hands
-//! them in per node; the cache lays them over the facts it reads from the
-//! node's labels and annotations, so every plugin sees one set of facts.
+//! (`nodeFacts.prometheus`, one [`PrometheusFact`] per entry). The caller
+//! (`run`) gathers them and hands them in per node
+//! (`Scheduler::on_node_provided_facts`, which fires a node-update event);
+//! the cache lays them over the facts it reads from the node's labels and
+//! annotations (`Cache::set_provided_facts`), so every plugin sees one set
+//! of facts.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

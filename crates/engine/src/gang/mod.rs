@@ -13,7 +13,11 @@
 //! This module keeps what the scheduler knows of the groups ([`Gangs`]):
 //! their specs, which members are pending, since when the gang has waited,
 //! and the status to report. [`domains`] groups nodes by a gang's topology
-//! key; [`status`] derives the PodGroup status the driver writes.
+//! key; `status` derives the PodGroup status the driver writes.
+//!
+//! A group's topology key is its annotation `gpu-scheduler.io/topology-key`
+//! ([`ANNOTATION_TOPOLOGY_KEY`]). State only: the gang cycle itself is the
+//! scheduler's (`scheduler/gang.rs`).
 
 mod domains;
 mod state;

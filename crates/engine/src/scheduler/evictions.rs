@@ -12,6 +12,10 @@
 //! it: each would cost a try that fails and a longer backoff) and is
 //! activated, backoff waived, when the last of them is gone or the marks
 //! end, as kube-scheduler activates a pod whose preemption completed.
+//!
+//! The mark is `Cache::set_terminating` (a later object of the pod does not
+//! unmark it); the preemptor's waiting is the `PreemptionVictims` rejection,
+//! which registers no event; activation is `SchedulingQueue::activate_now`.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,6 +1,25 @@
 //! The gang cycle: a gang's pending members decided together, against one
 //! snapshot, each member assumed before the next is tried, and all kept or
 //! none (see [`crate::gang`]).
+//!
+//! When a popped pod's gang is short of minMember placed, its other pending
+//! members are taken out of the queue and decided one after another (Reserve
+//! and Permit included), within one topology domain at a time when the
+//! group has a key. If fewer than the missing members fit, every assumption
+//! is undone and each member fails with the gang's message. The outcomes
+//! go to a ready queue that the next calls of `schedule_one` hand out, so
+//! drivers see one outcome per call. The binding tasks share a `GangBind`:
+//! after one member's binding fails, the members not yet bound are not
+//! bound and go back to the queue with it.
+//!
+//! Members of a gang short of members wait (no event moves them; a new
+//! member or a PodGroup change activates them), or back off for the group's
+//! `scheduleTimeoutSeconds` once it has passed. A gang that does not fit
+//! may preempt: a second pass runs PostFilter for each member that does not
+//! fit and assumes it with its victims removed in thought; if every missing
+//! member is placed that way, all is undone, each member fails nominated to
+//! its node and the victims go to the caller with the first member's
+//! outcome: for all members at once, or not at all.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -1,11 +1,38 @@
 //! The scheduler: cache, snapshot, queue, profiles and the decision
-//! algorithm put together. Cluster changes come in through the `on_*`
-//! methods (the one write path); `schedule_one` runs one scheduling cycle
+//! algorithm put together. Cluster changes come in through the 29 `on_*`
+//! methods (the one write path: nodes and their provided facts, namespaces,
+//! pods, PodGroups, PDBs, services and controllers, volume and DRA objects,
+//! queues); `schedule_one` runs one scheduling cycle
 //! and, on success, assumes the pod and hands back a [`BindingTask`] that
 //! the caller runs (in the background, in `run`) and reports with
 //! [`Scheduler::finish_binding`]. Both `run` and `simulate` drive this.
-//! A gang is decided in one cycle ([`gang`]): its members' outcomes are
+//! A gang is decided in one cycle (`gang.rs`): its members' outcomes are
 //! handed out by the following calls of `schedule_one`.
+//!
+//! - Pods: bound ones go to the cache, pending ones to the queue, or are
+//!   held while a PreEnqueue plugin says no; each change fires the
+//!   `ClusterEvent` it implies. A pending pod's update that changes nothing
+//!   the engine reads (our own status write coming back) is ignored. A
+//!   pending pod's deletion (`on_unassigned_pod_delete`) only takes it out
+//!   of the queue: an assumed pod stays until its binding reports.
+//! - Profiles are chosen by schedulerName, then the first matching
+//!   `podSelector` (canary profiles); pods naming our schedulerName that no
+//!   profile takes are kept. Each cycle runs the profile as its
+//!   `policySwitch` rule in force makes it ([`Scheduler::take_policy_switches`]);
+//!   node fact warnings are handed out once each ([`Scheduler::take_warnings`]).
+//! - [`Scheduler::reconfigure`] swaps in a reloaded configuration between
+//!   cycles (profiles, backoffs, scoring percentage, assumed-pod expiry,
+//!   extenders), sorts pending, gated and unclaimed pods to the new
+//!   profiles and retries the unschedulable; a change of schedulerNames or
+//!   of the queue sort is refused ([`ReconfigureError`]).
+//! - A preemption nominates the pod in its queue entry and in the
+//!   nominations every later cycle sees; its victims are tracked by
+//!   `evictions.rs`. A failing GPU pod past its profile's
+//!   `starvationGuard.after` gets a node held ([`crate::starvation`]).
+//! - A Permit `Wait` is refused with an error: there is no waiting room yet.
+//! - Devices: a pod entering the queue is counted as a shape, the profile's
+//!   `gpuPlacement` goes into the cycle state, and assuming a pod gives it
+//!   its devices (`devices::assign`).
 
 mod evictions;
 mod forecast;

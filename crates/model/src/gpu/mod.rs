@@ -1,6 +1,8 @@
 //! A pod's GPU request as the object model holds it ([`request`]) and the
 //! sets of devices a pod was given ([`index`]); the accounting of a node's
-//! devices and the placement measures are the engine's (`devices`).
+//! devices and the placement measures are the engine's (`devices`). The
+//! resource, label and annotation names of GPU requests are the constants
+//! here.
 
 pub mod index;
 pub mod request;

@@ -15,6 +15,7 @@
 //! is accounted per device, and counting it as a whole GPU would let eight
 //! 10 % pods fill an 8-GPU node. A whole-GPU request given only by
 //! annotations is put into the requests, so NodeResourcesFit counts it.
+//! A bad value is a [`ConvertError`] naming the annotation.
 
 use std::sync::Arc;
 
