@@ -826,16 +826,11 @@ impl Cache {
             let (Some(&i), Some(info)) = (snap.index.get(name), self.nodes.get(name)) else {
                 continue;
             };
-            let old = &snap.nodes[i];
+            let old = std::mem::replace(&mut snap.nodes[i], info.clone());
             affinity_changed |= old.pods_with_affinity.len() != info.pods_with_affinity.len()
                 || old.pods_with_required_anti_affinity.len() != info.pods_with_required_anti_affinity.len();
-            snap.load.apply(old, -1);
-            snap.load.apply(info, 1);
-            snap.gpu_gaps.apply(old, -1);
-            snap.gpu_gaps.apply(info, 1);
-            snap.gpu_types.apply(old, -1);
-            snap.gpu_types.apply(info, 1);
-            snap.nodes[i] = info.clone();
+            snap.count_node(&old, -1);
+            snap.count_node(info, 1);
             let summary = info.summary();
             snap.fact_counts.apply(&snap.summaries[i], -1);
             snap.fact_counts.apply(&summary, 1);
@@ -908,9 +903,7 @@ impl Cache {
         snap.gpu_gaps = GapHistogram::default();
         snap.gpu_types = TypeCapacity::default();
         for n in &order {
-            snap.load.apply(n, 1);
-            snap.gpu_gaps.apply(n, 1);
-            snap.gpu_types.apply(n, 1);
+            snap.count_node(n, 1);
         }
         snap.names = order.iter().map(|n| n.name().to_string()).collect();
         snap.nodes = order;
@@ -1035,6 +1028,16 @@ impl Snapshot {
     }
 
     /// Free and total GPUs per node type, kept with the changed nodes.
+    /// Counts `info` in (`delta` 1) or out (-1) of the sums kept over the
+    /// nodes: load, gaps between shares, free GPU per node type.
+    fn count_node(&mut self, info: &NodeInfo, delta: i32) {
+        self.load.apply(info, i64::from(delta));
+        self.gpu_gaps.apply(&info.gpus, delta);
+        if info.has_node {
+            self.gpu_types.apply(info.gpu_type(), &info.gpus, i64::from(delta));
+        }
+    }
+
     pub fn gpu_types(&self) -> &TypeCapacity {
         &self.gpu_types
     }

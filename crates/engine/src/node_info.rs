@@ -19,8 +19,10 @@
 use std::num::NonZeroU64;
 use std::ops::Deref;
 
+use crate::devices::kept::NodeTypeRef;
 use crate::devices::memo::FragMemo;
-use crate::devices::{DeviceSet, GPU_SHARED_RESOURCE, MIG_RESOURCE_PREFIX, NodeGpus};
+use crate::devices::shapes::TypicalShapes;
+use crate::devices::{DeviceSet, Fragmentation, GPU_SHARED_RESOURCE, GpuState, MIG_RESOURCE_PREFIX, NodeGpus};
 use crate::facts::{Cloud, GPU_RESOURCE, NodeFacts};
 use crate::model::{HostPort, Node, PodRef, TaintEffect};
 use crate::resources::Resources;
@@ -313,6 +315,47 @@ impl Deref for NodeView<'_> {
     fn deref(&self) -> &NodeInfo {
         self.info
     }
+}
+
+impl NodeInfo {
+    /// The node's type, for the types kept for constrained shapes.
+    pub fn gpu_type(&self) -> NodeTypeRef<'_> {
+        NodeTypeRef {
+            model: self.facts.gpu_model.as_ref(),
+            gpus: self.gpus.count(),
+            milli_cpu: self.node.allocatable.milli_cpu,
+        }
+    }
+
+    /// This node's GPUs for the fragmentation measure.
+    pub fn gpu_state(&self) -> GpuState<'_> {
+        GpuState {
+            free_milli: self.gpus.free_milli(),
+            free_memory: self.gpus.free_memory(),
+            memory_mib: self.gpus.memory_mib(),
+            milli_cpu_left: self.node.allocatable.milli_cpu - self.requested.milli_cpu,
+            model: self.facts.gpu_model.as_deref(),
+            // Generation 0: a NodeInfo outside a cache, changed in place.
+            memo: (self.generation != 0).then_some((&self.frag_memo, self.generation)),
+        }
+    }
+}
+
+/// The fragmentation of all `nodes` together.
+pub fn cluster_fragmentation<'a>(
+    nodes: impl IntoIterator<Item = &'a NodeInfo>,
+    shapes: &TypicalShapes,
+) -> Fragmentation {
+    let mut f = Fragmentation::default();
+    for n in nodes {
+        if !n.has_node {
+            continue;
+        }
+        let s = n.gpu_state();
+        f.free_milli += s.free_total();
+        f.fragmented_milli += shapes.fragmentation(&s);
+    }
+    f
 }
 
 /// The cluster's load (read by `policySwitch` rules), summed over the snapshot's nodes and kept up to

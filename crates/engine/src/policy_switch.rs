@@ -12,13 +12,11 @@
 //! a [`PolicySwitched`] for the driver to report.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::devices::GpuPlacement;
 use crate::node_info::Load;
-use crate::profile::Profile;
 use gpu_scheduler_model::field::ConfigError;
 
 /// `profiles[].policySwitch`.
@@ -168,15 +166,6 @@ impl Load {
         };
         (total > 0).then(|| 100.0 * used as f64 / total as f64)
     }
-}
-
-/// A profile's rules with the profile each one runs (built like the
-/// profile, with the rule's placement and weights laid over it).
-#[derive(Debug)]
-pub struct PolicySwitch {
-    pub config: PolicySwitchConfig,
-    /// `variants[k]` is the profile while `config.rules[k]` is active.
-    pub variants: Vec<Arc<Profile>>,
 }
 
 /// A change of the active rule, for logs, Events and metrics.

@@ -19,7 +19,7 @@ use crate::convert::label_selector;
 use crate::devices::GpuPlacement;
 use crate::framework::Plugin;
 use crate::model::LabelSelector;
-use crate::policy_switch::PolicySwitch;
+use crate::policy_switch::PolicySwitchConfig;
 use crate::registry::Registry;
 use crate::starvation::StarvationGuardConfig;
 
@@ -379,6 +379,15 @@ fn merge(
         }
     }
     Ok(())
+}
+
+/// A profile's rules with the profile each one runs (built like the
+/// profile, with the rule's placement and weights laid over it).
+#[derive(Debug)]
+pub struct PolicySwitch {
+    pub config: PolicySwitchConfig,
+    /// `variants[k]` is the profile while `config.rules[k]` is active.
+    pub variants: Vec<Arc<Profile>>,
 }
 
 #[cfg(test)]

@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use engine::cache::Cache;
-use engine::devices::cluster_fragmentation;
 use engine::framework::Code;
 use engine::instrument::Instrument;
+use engine::node_info::cluster_fragmentation;
 use engine::queue::QueueLengths;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;

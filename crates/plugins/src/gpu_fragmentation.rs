@@ -142,7 +142,7 @@ struct Cycle {
 
 impl Cycle {
     fn keeps(&self, node: &NodeView<'_>) -> bool {
-        self.kept.as_ref().is_some_and(|k| k.keeps(node.info()))
+        self.kept.as_ref().is_some_and(|k| k.keeps(node.info().gpu_type()))
     }
 }
 

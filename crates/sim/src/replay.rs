@@ -13,10 +13,11 @@ use std::sync::Arc;
 
 use engine::config::Configuration;
 use engine::convert;
+use engine::devices::GpuKind;
 use engine::devices::frag::Fragmentation;
-use engine::devices::{GpuKind, cluster_fragmentation};
 use engine::framework::{Binder, Status};
 use engine::model::Pod;
+use engine::node_info::cluster_fragmentation;
 use engine::profile::{DefaultPlugin, build_profiles};
 use engine::registry::Registry;
 use engine::scheduler::{CycleOutcome, Scheduler};

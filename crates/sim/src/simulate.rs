@@ -208,7 +208,8 @@ impl GpuTally {
     fn finish(mut self, sched: &Scheduler, nodes: &[NodeUsage]) -> GpuOutcome {
         self.outcome.allocated_milli = nodes.iter().map(|n| n.gpu_milli.0).sum();
         let infos = nodes.iter().filter_map(|n| sched.cache().node(&n.name)).map(|n| n.as_ref());
-        self.outcome.fragmentation = engine::devices::cluster_fragmentation(infos, sched.cache().gpu_shapes()).ratio();
+        self.outcome.fragmentation =
+            engine::node_info::cluster_fragmentation(infos, sched.cache().gpu_shapes()).ratio();
         self.outcome
     }
 }

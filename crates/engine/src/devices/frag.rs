@@ -14,7 +14,7 @@
 //! model). Besides FGD's, two measures of our own rank placements
 //! ([`Measure`]): `Stranded` and `Packed` (the default). [`choose_devices`]
 //! chooses as a [`DeviceChoice`] says (placement, measure, gap balance);
-//! [`cluster_fragmentation`] is the cluster's figure, always FGD's.
+//! The cluster's figure (`node_info::cluster_fragmentation`) is always FGD's.
 
 use serde::{Deserialize, Serialize};
 
@@ -24,7 +24,6 @@ use super::memo::{Candidates, FragMemo, MemoKey};
 use super::request::{GpuKind, GpuRequest};
 use super::shapes::{Group, TypicalShapes};
 use super::{GpuPlacement, MAX_DEVICES, MILLI_PER_GPU};
-use crate::node_info::NodeInfo;
 
 /// A node's GPUs as the measure reads them.
 #[derive(Debug, Clone, Copy)]
@@ -109,21 +108,6 @@ impl GpuState<'_> {
     /// Fully free devices.
     pub fn free_devices(&self) -> usize {
         (0..self.free_milli.len()).filter(|&i| self.is_free(i)).count()
-    }
-}
-
-impl NodeInfo {
-    /// This node's GPUs for the fragmentation measure.
-    pub fn gpu_state(&self) -> GpuState<'_> {
-        GpuState {
-            free_milli: self.gpus.free_milli(),
-            free_memory: self.gpus.free_memory(),
-            memory_mib: self.gpus.memory_mib(),
-            milli_cpu_left: self.node.allocatable.milli_cpu - self.requested.milli_cpu,
-            model: self.facts.gpu_model.as_deref(),
-            // Generation 0: a NodeInfo outside a cache, changed in place.
-            memo: (self.generation != 0).then_some((&self.frag_memo, self.generation)),
-        }
     }
 }
 
@@ -507,23 +491,6 @@ impl Fragmentation {
     pub fn ratio(&self) -> f64 {
         if self.free_milli <= 0 { 0.0 } else { self.fragmented_milli / self.free_milli as f64 }
     }
-}
-
-/// The fragmentation of all `nodes` together.
-pub fn cluster_fragmentation<'a>(
-    nodes: impl IntoIterator<Item = &'a NodeInfo>,
-    shapes: &TypicalShapes,
-) -> Fragmentation {
-    let mut f = Fragmentation::default();
-    for n in nodes {
-        if !n.has_node {
-            continue;
-        }
-        let s = n.gpu_state();
-        f.free_milli += s.free_total();
-        f.fragmented_milli += shapes.fragmentation(&s);
-    }
-    f
 }
 
 #[cfg(test)]

@@ -27,8 +27,8 @@
 use std::sync::{Arc, OnceLock};
 
 use super::MILLI_PER_GPU;
+use super::node::NodeGpus;
 use super::shapes::TypicalShapes;
-use crate::node_info::NodeInfo;
 
 const N: usize = MILLI_PER_GPU as usize;
 
@@ -45,9 +45,9 @@ pub struct GapHistogram {
 }
 
 impl GapHistogram {
-    /// Counts the devices of `info` in (`delta` 1) or out (-1).
-    pub fn apply(&mut self, info: &NodeInfo, delta: i32) {
-        for &free in info.gpus.free_milli() {
+    /// Counts a node's devices in (`delta` 1) or out (-1).
+    pub fn apply(&mut self, gpus: &NodeGpus, delta: i32) {
+        for &free in gpus.free_milli() {
             if free <= 0 || free >= N as i32 {
                 continue;
             }
@@ -146,7 +146,7 @@ impl GapBalance {
 mod tests {
     use super::*;
     use crate::devices::shapes::Shape;
-    use crate::testing::{node, pod};
+    use crate::testing::pod;
 
     fn share(milli: u32) -> Shape {
         Shape { milli_cpu: 0, gpu_milli: milli, gpu_count: 1, gpu_memory_mib: 0, models: None }
@@ -158,16 +158,16 @@ mod tests {
         Arc::new(TypicalShapes::build(weighted, 1.0))
     }
 
-    fn info(free: &[u32]) -> NodeInfo {
+    fn info(free: &[u32]) -> NodeGpus {
         use crate::devices::{DeviceSet, GpuRequest};
-        let mut n = NodeInfo::new(node("n").resource(crate::facts::GPU_RESOURCE, free.len() as i64).build());
+        let mut n = NodeGpus::new(free.len(), None);
         for (i, &f) in free.iter().enumerate() {
             if f < 1000 {
                 let p = pod(&format!("p{i}")).node("n").with(|p| {
                     p.gpu = GpuRequest::share(1000 - f, 0);
                     p.gpu_devices = DeviceSet::parse(&i.to_string()).ok();
                 });
-                n.add_pod(p.arc());
+                n.add_pod(&p.build());
             }
         }
         n

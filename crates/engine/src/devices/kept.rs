@@ -25,9 +25,9 @@
 use std::sync::Arc;
 
 use super::MILLI_PER_GPU;
+use super::node::NodeGpus;
 use super::request::{GpuKind, GpuRequest};
 use super::shapes::TypicalShapes;
-use crate::node_info::NodeInfo;
 
 /// A kind of GPU node: its model, GPUs and allocatable cpu.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -37,15 +37,21 @@ pub struct NodeType {
     pub milli_cpu: i64,
 }
 
-impl NodeType {
-    pub fn of(info: &NodeInfo) -> NodeType {
-        NodeType {
-            model: info.facts.gpu_model.clone(),
-            gpus: info.gpus.count(),
-            milli_cpu: info.node.allocatable.milli_cpu,
-        }
-    }
+/// A node's type, borrowed from the node (`NodeInfo::gpu_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeTypeRef<'a> {
+    pub model: Option<&'a Arc<str>>,
+    pub gpus: usize,
+    pub milli_cpu: i64,
+}
 
+impl NodeTypeRef<'_> {
+    pub fn owned(self) -> NodeType {
+        NodeType { model: self.model.cloned(), gpus: self.gpus, milli_cpu: self.milli_cpu }
+    }
+}
+
+impl NodeType {
     /// Whether a pod of `gpus` whole GPUs or a share (1), `milli_cpu` and
     /// `models` fits a node of this type when it is empty.
     fn fits(&self, gpus: usize, milli_cpu: i64, models: Option<&[Arc<str>]>) -> bool {
@@ -64,15 +70,16 @@ pub struct TypeCapacity {
 }
 
 impl TypeCapacity {
-    /// Counts `info` in (`delta` 1) or out (`delta` -1).
-    pub fn apply(&mut self, info: &NodeInfo, delta: i64) {
-        let count = info.gpus.count();
-        if !info.has_node || count == 0 {
+    /// Counts a node of type `t` with `gpus` in (`delta` 1) or out
+    /// (`delta` -1).
+    pub fn apply(&mut self, t: NodeTypeRef<'_>, gpus: &NodeGpus, delta: i64) {
+        let count = gpus.count();
+        if count == 0 {
             return;
         }
-        let free = info.gpus.free_total() * delta;
+        let free = gpus.free_total() * delta;
         let total = count as i64 * i64::from(MILLI_PER_GPU) * delta;
-        let t = NodeType::of(info);
+        let t = t.owned();
         match self.types.binary_search_by(|e| e.0.cmp(&t)) {
             Ok(i) => {
                 self.types[i].1 += free;
@@ -159,11 +166,10 @@ impl KeptTypes {
         (!kept.is_empty()).then_some(KeptTypes { types: kept })
     }
 
-    /// Whether `node` is of a type kept for others.
-    pub fn keeps(&self, node: &NodeInfo) -> bool {
-        let model = node.facts.gpu_model.as_deref();
-        let (gpus, cpu) = (node.gpus.count(), node.node.allocatable.milli_cpu);
-        self.types.iter().any(|t| t.gpus == gpus && t.milli_cpu == cpu && t.model.as_deref() == model)
+    /// Whether a node of type `node` is kept for others.
+    pub fn keeps(&self, node: NodeTypeRef<'_>) -> bool {
+        let model = node.model.map(|m| &**m);
+        self.types.iter().any(|t| t.gpus == node.gpus && t.milli_cpu == node.milli_cpu && t.model.as_deref() == model)
     }
 }
 
@@ -172,8 +178,7 @@ mod tests {
     use super::*;
     use crate::devices::shapes::Shape;
     use crate::devices::{DeviceSet, GpuModels};
-    use crate::facts::GPU_RESOURCE;
-    use crate::testing::{node, pod};
+    use crate::testing::pod;
 
     fn models(list: &[&str]) -> Option<GpuModels> {
         (!list.is_empty()).then(|| list.iter().map(|m| Arc::from(*m)).collect::<Vec<_>>().into())
@@ -183,30 +188,34 @@ mod tests {
         Shape { milli_cpu: cpu, gpu_milli: milli, gpu_count: count, gpu_memory_mib: 0, models: models(only) }
     }
 
-    /// A node of `model`, `gpus` devices and `cpu` cores, `used` GPUs taken.
-    fn gpu_node(name: &str, model: &str, gpus: i64, cpu: i64, used: usize) -> NodeInfo {
-        let n = node(name).capacity(cpu * 1000, 1 << 40).resource(GPU_RESOURCE, gpus).label("gpu-model", model);
-        let mut info = NodeInfo::new(n.build());
-        info.facts.gpu_model = Some(Arc::from(model));
+    /// A node of `model`, `gpus` devices and `cpu` cores, `used` GPUs
+    /// taken: its type and devices.
+    fn gpu_node(name: &str, model: &str, gpus: usize, cpu: i64, used: usize) -> (NodeType, NodeGpus) {
+        let mut devices = NodeGpus::new(gpus, None);
         for i in 0..used {
             let p = pod(&format!("{name}-{i}")).node(name).with(|p| {
                 p.gpu = GpuRequest::whole(1);
                 p.gpu_devices = Some(DeviceSet::single(i));
             });
-            info.add_pod(p.arc());
+            devices.add_pod(&p.build());
         }
-        info
+        (NodeType { model: Some(Arc::from(model)), gpus, milli_cpu: cpu * 1000 }, devices)
+    }
+
+    fn type_ref(t: &NodeType) -> NodeTypeRef<'_> {
+        NodeTypeRef { model: t.model.as_ref(), gpus: t.gpus, milli_cpu: t.milli_cpu }
     }
 
     #[test]
     fn capacity_follows_nodes_in_and_out() {
         let mut c = TypeCapacity::default();
         let a = gpu_node("a", "t4", 4, 32, 1);
-        c.apply(&a, 1);
-        c.apply(&gpu_node("b", "g2", 8, 96, 0), 1);
-        c.apply(&gpu_node("c", "g2", 8, 96, 2), 1);
+        c.apply(type_ref(&a.0), &a.1, 1);
+        for (t, g) in [gpu_node("b", "g2", 8, 96, 0), gpu_node("c", "g2", 8, 96, 2)] {
+            c.apply(type_ref(&t), &g, 1);
+        }
         assert_eq!((c.types.len(), c.free_total()), (2, 3000 + 8000 + 6000));
-        c.apply(&a, -1);
+        c.apply(type_ref(&a.0), &a.1, -1);
         assert_eq!((c.types.len(), c.free_total()), (1, 14_000), "a type with no node left is dropped");
     }
 
@@ -274,16 +283,16 @@ mod tests {
                 gpu_node("g", "g2", 8, 96, 8 - g2_free),
                 gpu_node("h", "g3", 8, 128, 0),
             ];
-            nodes.iter().for_each(|n| c.apply(n, 1));
+            nodes.iter().for_each(|(t, g)| c.apply(type_ref(t), g, 1));
             let request = GpuRequest { models: models(own), ..GpuRequest::whole(gpus) };
             let got = KeptTypes::for_request(&shapes, &c, &request, cpu);
             let kept: Vec<&str> =
                 got.as_ref().map_or(Vec::new(), |k| k.types.iter().filter_map(|t| t.model.as_deref()).collect());
             assert_eq!(kept, want, "{name}");
             if let Some(k) = &got {
-                for n in &nodes {
-                    let m = n.facts.gpu_model.as_deref().unwrap_or("");
-                    assert_eq!(k.keeps(n), want.contains(&m), "{name}: {m}");
+                for (t, _) in &nodes {
+                    let m = t.model.as_deref().unwrap_or("");
+                    assert_eq!(k.keeps(type_ref(t)), want.contains(&m), "{name}: {m}");
                 }
             }
         }

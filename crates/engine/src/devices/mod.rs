@@ -33,7 +33,7 @@ pub mod shapes;
 
 use serde::{Deserialize, Serialize};
 
-pub use frag::{GpuState, choose_devices, cluster_fragmentation};
+pub use frag::{Fragmentation, GpuState, choose_devices};
 // A pod's GPU request and the device sets are part of the object model
 // (the model crate); re-exported so the engine names them in one place.
 pub use gpu_scheduler_model::gpu::{
@@ -71,34 +71,6 @@ impl GpuPlacement {
             GpuPlacement::Fgd => "fgd",
         }
     }
-}
-
-/// The devices `pod` gets on `node` of `snapshot` (the one its decision
-/// saw), chosen as `how` says (the measure and gap balance
-/// GpuFragmentation scored with; for `fgd`, FGD's typical pods FgdScore
-/// scored with, else derived here); None when it takes no device.
-pub fn assign(
-    snapshot: &crate::cache::Snapshot,
-    pod: &crate::model::Pod,
-    node: &str,
-    how: frag::DeviceChoice<'_>,
-    fgd_shapes: Option<&fgd::FgdShapes>,
-) -> Option<DeviceSet> {
-    if !pod.gpu.wants_devices() {
-        return None;
-    }
-    let info = snapshot.get(node)?;
-    let shapes = snapshot.gpu_shapes();
-    let s = info.gpu_state();
-    let devices = if how.placement == GpuPlacement::Fgd {
-        match fgd_shapes {
-            Some(f) => fgd::choose_devices(&s, &pod.gpu, pod.requests.milli_cpu, f),
-            None => fgd::choose_devices(&s, &pod.gpu, pod.requests.milli_cpu, &fgd::FgdShapes::new(shapes)),
-        }
-    } else {
-        choose_devices(&s, &pod.gpu, pod.requests.milli_cpu, how, shapes)
-    };
-    devices.filter(|d| !d.is_empty())
 }
 
 #[cfg(test)]

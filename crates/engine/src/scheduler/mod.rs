@@ -32,7 +32,7 @@
 //! - A Permit `Wait` is refused with an error: there is no waiting room yet.
 //! - Devices: a pod entering the queue is counted as a shape, the profile's
 //!   `gpuPlacement` goes into the cycle state, and assuming a pod gives it
-//!   its devices (`devices::assign`).
+//!   its devices (`assign_devices`).
 
 mod evictions;
 mod forecast;
@@ -45,6 +45,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::algorithm::{Algorithm, ExplainDetails, ScheduleError, ScheduleResult};
 use crate::cache::{Cache, Snapshot};
 use crate::config::Configuration;
+use crate::devices::fgd::{self, FgdShapes};
+use crate::devices::frag::DeviceChoice;
+use crate::devices::{DeviceSet, GpuPlacement, choose_devices};
 use crate::disruption::Pdb;
 use crate::dra::{DeviceClass, PodAllocations, ResourceClaim, Slice};
 use crate::explain::DecisionRecord;
@@ -1172,14 +1175,14 @@ impl Scheduler {
         assumed.nominated_node_name = None;
         // GpuFragmentation leaves the measure and gap balance it scored
         // with; devices are chosen by them.
-        let how = crate::devices::frag::DeviceChoice {
+        let how = DeviceChoice {
             placement: profile.gpu_placement,
             measure: state.read::<crate::devices::frag::Measure>().copied().unwrap_or_default(),
             gaps: state.read::<crate::devices::gaps::GapBalance>(),
         };
         // FgdScore leaves FGD's typical pods for the `fgd` placement.
-        let fgd = state.read::<Arc<crate::devices::fgd::FgdShapes>>().map(Arc::as_ref);
-        assumed.gpu_devices = crate::devices::assign(&self.snapshot, &assumed, node, how, fgd);
+        let fgd = state.read::<Arc<FgdShapes>>().map(Arc::as_ref);
+        assumed.gpu_devices = assign_devices(&self.snapshot, &assumed, node, how, fgd);
         let assumed = Arc::new(assumed);
         self.cache.assume_pod(assumed.clone()).map_err(|e| Status::error(e.to_string()))?;
         let mut reserved = Vec::new();
@@ -1356,4 +1359,31 @@ impl Scheduler {
         }
         expired
     }
+}
+/// The devices `pod` gets on `node` of `snapshot` (the one its decision
+/// saw), chosen as `how` says (the measure and gap balance
+/// GpuFragmentation scored with; for `fgd`, FGD's typical pods FgdScore
+/// scored with, else derived here); None when it takes no device.
+fn assign_devices(
+    snapshot: &Snapshot,
+    pod: &Pod,
+    node: &str,
+    how: DeviceChoice<'_>,
+    fgd_shapes: Option<&FgdShapes>,
+) -> Option<DeviceSet> {
+    if !pod.gpu.wants_devices() {
+        return None;
+    }
+    let info = snapshot.get(node)?;
+    let shapes = snapshot.gpu_shapes();
+    let s = info.gpu_state();
+    let devices = if how.placement == GpuPlacement::Fgd {
+        match fgd_shapes {
+            Some(f) => fgd::choose_devices(&s, &pod.gpu, pod.requests.milli_cpu, f),
+            None => fgd::choose_devices(&s, &pod.gpu, pod.requests.milli_cpu, &FgdShapes::new(shapes)),
+        }
+    } else {
+        choose_devices(&s, &pod.gpu, pod.requests.milli_cpu, how, shapes)
+    };
+    devices.filter(|d| !d.is_empty())
 }
