@@ -311,6 +311,10 @@ impl NodeHolds for ForecastHeld {
     fn blocking(&self, node: &str, pod: &Pod) -> Option<Status> {
         ForecastHeld::blocking(self, node, pod).map(ForecastHold::status)
     }
+
+    fn held_nodes(&self) -> Vec<&str> {
+        self.by_node.keys().map(String::as_str).collect()
+    }
 }
 
 /// The scheduler's forecaster: history, waiting pods and the current holds.

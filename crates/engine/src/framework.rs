@@ -193,6 +193,8 @@ pub trait NodeHolds: Send + Sync {
     fn blocks(&self, node: &str, pod: &Pod) -> bool;
     /// Why `pod` is kept off `node`, if it is.
     fn blocking(&self, node: &str, pod: &Pod) -> Option<Status>;
+    /// The nodes held (from some pods at least).
+    fn held_nodes(&self) -> Vec<&str>;
 }
 
 /// Pods that earlier preemptions nominated to nodes (kube's nominator), by

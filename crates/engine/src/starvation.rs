@@ -227,6 +227,10 @@ impl NodeHolds for HeldNodes {
     fn blocking(&self, node: &str, pod: &Pod) -> Option<Status> {
         HeldNodes::blocking(self, node, pod).map(Hold::status)
     }
+
+    fn held_nodes(&self) -> Vec<&str> {
+        self.by_node.keys().map(String::as_str).collect()
+    }
 }
 
 #[cfg(test)]

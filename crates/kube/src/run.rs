@@ -28,6 +28,7 @@ use engine::config::Configuration;
 use engine::facts::provided::ProvidedFacts;
 use engine::framework::Status;
 use engine::gang::GangPhase;
+use engine::scheduler::capability::StarvationGuard;
 use engine::scheduler::{BindingTask, CycleOutcome, Scheduler};
 use engine::spot_drain::SpotDrainConfig;
 use engine::time::Millis;
@@ -803,7 +804,8 @@ impl Driver {
         self.metrics_at = Some(Instant::now());
         self.metrics.set_queue(&self.sched.queue().lengths(), self.sched.gated_pods().count());
         self.metrics.set_gpus(GpuUsage::of(self.sched.cache()));
-        self.metrics.set_held_gpus(self.sched.holds().held_gpus());
+        let held = self.sched.capability::<StarvationGuard>().map_or(0, |g| g.holds().held_gpus());
+        self.metrics.set_held_gpus(held);
         self.metrics.set_dropped_reports(self.reporter.dropped());
         self.report_queues();
     }

@@ -18,6 +18,7 @@ use engine::config::Configuration;
 use engine::model::Pod;
 use engine::profile::DefaultPlugin;
 use engine::registry::Registry;
+use engine::scheduler::capability::Forecast;
 use engine::scheduler::{CycleOutcome, Scheduler};
 use engine::time::Millis;
 
@@ -219,7 +220,7 @@ fn record_holds(
     seen: &mut HashMap<(Millis, String), String>,
     held: &mut BTreeMap<(Millis, String), HeldForecast>,
 ) {
-    let Some(f) = sched.forecast() else { return };
+    let Some(f) = sched.capability::<Forecast>().map(Forecast::forecaster) else { return };
     for p in f.predictions(now) {
         seen.entry((p.end, format!("{:?}", p.demand))).or_insert_with(|| p.explain());
     }

@@ -17,11 +17,12 @@
 //! cluster's gaps ([`gaps`]), the per-node memo of the measure ([`memo`])
 //! and the node types kept for pods that fit nothing else ([`kept`]).
 //!
-//! [`GpuPlacement`] is the profile's `gpuPlacement`. [`assign`] is the one
-//! call `Scheduler::assume` makes to give the assumed pod its devices, from
-//! the snapshot its decision saw, by the measure and gap balance
-//! GpuFragmentation left in the cycle state (for `fgd`, by FGD's rule on the
-//! typical pods FgdScore left).
+//! [`GpuPlacement`] is the profile's `gpuPlacement`. The scheduler gives an
+//! assumed pod its devices ([`choose_devices`], or [`fgd::choose_devices`]
+//! for `fgd`) from the snapshot its decision saw, by the measure and gap
+//! balance GpuFragmentation left in the cycle state (FGD's rule on the
+//! typical pods FgdScore left). This module knows no NodeInfo: the node's
+//! side is its [`NodeGpus`] and the [`GpuState`] view of them.
 
 pub mod fgd;
 pub mod frag;

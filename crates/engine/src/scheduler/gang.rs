@@ -457,7 +457,7 @@ impl Scheduler {
         let since = members.iter().map(|m| m.first_seen).min().unwrap_or(now);
         for m in &members {
             if let Some(u) = unplaced.get(&m.pod.uid) {
-                self.consider_hold(profile, &m.pod, since, &u.record.rejected, now);
+                self.unschedulable(profile, &m.pod, since, &u.record.rejected, now);
             }
         }
         for qp in members {

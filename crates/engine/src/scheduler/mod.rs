@@ -27,15 +27,17 @@
 //!   of the queue sort is refused ([`ReconfigureError`]).
 //! - A preemption nominates the pod in its queue entry and in the
 //!   nominations every later cycle sees; its victims are tracked by
-//!   `evictions.rs`. A failing GPU pod past its profile's
-//!   `starvationGuard.after` gets a node held ([`crate::starvation`]).
+//!   `evictions.rs`.
+//! - What is kept across cycles beyond the cache and the queue lives in
+//!   [`capability`] (the starvation guard's holds, the forecast, quota
+//!   competition): the core calls every capability's hooks in order.
 //! - A Permit `Wait` is refused with an error: there is no waiting room yet.
 //! - Devices: a pod entering the queue is counted as a shape, the profile's
 //!   `gpuPlacement` goes into the cycle state, and assuming a pod gives it
 //!   its devices (`assign_devices`).
 
+pub mod capability;
 mod evictions;
-mod forecast;
 mod gang;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -61,9 +63,9 @@ use crate::policy_switch::PolicySwitched;
 use crate::profile::Profile;
 use crate::queue::{QueuedPod, SchedulingQueue};
 use crate::queues::Queue;
-use crate::starvation::{Holds, STARVATION_GUARD};
 use crate::time::Millis;
 use crate::volumes::{Claim, CsiNode, PodVolumeBindings, StorageClass, Volume};
+use capability::{Capability, Context};
 
 /// Stands for "no plugin" when a pod failed because the cluster has no
 /// nodes: unknown to the event registry, so every event requeues it.
@@ -248,12 +250,6 @@ pub struct Scheduler {
     gangs: Gangs,
     /// The gang of each pending member in the queue, by uid.
     gang_of: HashMap<String, String>,
-    /// Pods in the queue that belong to a Queue (quotas), by uid: the
-    /// queue, and whether the pod competes for quota (not yet tried, or
-    /// refused by quota last time), for fair sharing.
-    queued_in: HashMap<String, (String, bool)>,
-    /// The number of competing pods per queue, handed to each cycle.
-    waiting: Arc<HashMap<String, usize>>,
     /// Outcomes of a gang decided in one cycle, handed out one per call.
     ready: VecDeque<CycleOutcome>,
     /// Pending pods nominated to a node (by a preemption, or as the API
@@ -262,8 +258,6 @@ pub struct Scheduler {
     /// The preemption that nominated each pod, kept for the explanation
     /// of the decision that finally places it.
     preemptions: HashMap<String, crate::explain::PreemptionRecord>,
-    /// Nodes held for starving GPU pods.
-    holds: Holds,
     /// The `policySwitch` rule active per profile (by index), if any.
     active_policies: Vec<Option<usize>>,
     /// Rule changes not yet taken by the driver.
@@ -272,8 +266,9 @@ pub struct Scheduler {
     /// podSelector takes (another scheduler's canary): a reconfiguration
     /// may make them ours.
     unclaimed: HashMap<String, PodRef>,
-    /// GPU demand forecast and the nodes held for it (`forecast`).
-    forecast: Option<crate::forecast::Forecaster>,
+    /// What the scheduler keeps across cycles beyond the cache, each part
+    /// in its own capability ([`capability`]), in hook order.
+    capabilities: Vec<Box<dyn Capability>>,
     /// Victims whose eviction was decided, marked terminating until the
     /// API shows them so (`evictions`).
     evictions: evictions::Evictions,
@@ -281,21 +276,16 @@ pub struct Scheduler {
 
 /// Events each plugin of `profiles` registered (a policy rule's variant
 /// registers its plugins' events too: the rule may be active).
-fn plugin_events(profiles: &[Arc<Profile>]) -> HashMap<&'static str, Vec<ClusterEvent>> {
+fn plugin_events(
+    profiles: &[Arc<Profile>],
+    capabilities: &[Box<dyn Capability>],
+) -> HashMap<&'static str, Vec<ClusterEvent>> {
     let mut events = gang::events();
     // A preemptor waiting for its victims is moved by their going alone.
     events.insert(evictions::PREEMPTION_VICTIMS, Vec::new());
-    // A pod kept off a held node may go there once the holder is placed.
-    events.insert(
-        STARVATION_GUARD,
-        vec![ClusterEvent::any(EventResource::AssignedPod), ClusterEvent::any(EventResource::Node)],
-    );
-    // A pod kept off a node held for a forecast may go there once the
-    // forecast's pods are placed (or the window ends: `retry_at`).
-    events.insert(
-        crate::forecast::FORECAST,
-        vec![ClusterEvent::any(EventResource::AssignedPod), ClusterEvent::any(EventResource::Node)],
-    );
+    for c in capabilities {
+        events.insert(c.name(), c.events());
+    }
     let variants = profiles.iter().flat_map(|p| p.policy_switch.iter().flat_map(|ps| ps.variants.iter()));
     for p in profiles.iter().chain(variants) {
         for plugin in p.plugins() {
@@ -339,8 +329,9 @@ impl Scheduler {
         let sorter = profiles.first().ok_or(NoProfiles)?.queue_sort.clone();
         let profiles: Vec<Arc<Profile>> = profiles.into_iter().map(Arc::new).collect();
         let profile_count = profiles.len();
+        let capabilities = capability::for_config(cfg);
         Ok(Scheduler {
-            plugin_events: plugin_events(&profiles),
+            plugin_events: plugin_events(&profiles, &capabilities),
             by_name: by_name(&profiles),
             profiles,
             cache: Cache::configured(
@@ -361,16 +352,13 @@ impl Scheduler {
             extenders: Vec::new(),
             gangs: Gangs::default(),
             gang_of: HashMap::new(),
-            queued_in: HashMap::new(),
-            waiting: Arc::default(),
             ready: VecDeque::new(),
             nominations: HashMap::new(),
             preemptions: HashMap::new(),
-            holds: Holds::default(),
             active_policies: vec![None; profile_count],
             policy_switches: Vec::new(),
             unclaimed: HashMap::new(),
-            forecast: cfg.forecast.enabled.then(|| crate::forecast::Forecaster::new(cfg.forecast.clone())),
+            capabilities,
             evictions: evictions::Evictions::default(),
         })
     }
@@ -429,7 +417,7 @@ impl Scheduler {
                 p.policy_switch.as_ref()?.config.rules.iter().position(|r| &r.name == name)
             })
             .collect();
-        self.plugin_events = plugin_events(&profiles);
+        self.plugin_events = plugin_events(&profiles, &self.capabilities);
         self.by_name = by_name(&profiles);
         self.profiles = profiles;
         self.queue.set_backoff(
@@ -693,14 +681,17 @@ impl Scheduler {
         }
         self.gated.remove(&pod.uid);
         self.nominate(&pod);
-        self.track_queue(&pod);
-        if self.queue.contains(&pod.uid) {
+        let entered = !self.queue.contains(&pod.uid);
+        let cx = Context { snapshot: &self.snapshot, namespaces: self.cache.namespaces() };
+        for c in &mut self.capabilities {
+            c.pod_queued(&cx, &pod, entered, now);
+        }
+        if !entered {
             self.queue.update(pod, now);
             self.fire(ClusterEvent::new(EventResource::UnscheduledPod, EventAction::Update), now);
         } else {
             let member = pod.group_key().map(|key| (key, pod.uid.clone()));
             self.cache.observe_shape(&pod);
-            self.forecast_arrival(&pod, now);
             self.queue.add(pod, now);
             if let Some((key, uid)) = member {
                 self.joined_queue(&key, &uid, now);
@@ -730,62 +721,14 @@ impl Scheduler {
             self.nominations.remove(uid);
             self.preemptions.remove(uid);
         }
-        if !self.holds.is_empty() {
-            self.holds.release(uid);
-        }
-        if let Some(f) = &mut self.forecast {
-            f.left(uid);
-        }
-        if !self.queued_in.is_empty() {
-            self.set_competing(uid, None);
+        for c in &mut self.capabilities {
+            c.pod_left(uid);
         }
     }
 
-    /// Records whether pod `uid` competes for quota in a queue (None: it
-    /// does not, or left the scheduling queue), keeping the counts.
-    fn set_competing(&mut self, uid: &str, now: Option<(String, bool)>) {
-        let old = match &now {
-            Some(v) => self.queued_in.insert(uid.to_string(), v.clone()),
-            None => self.queued_in.remove(uid),
-        };
-        let change = |queue: &str, delta: isize, w: &mut Arc<HashMap<String, usize>>| {
-            let m = Arc::make_mut(w);
-            let n = m.entry(queue.to_string()).or_default();
-            *n = n.saturating_add_signed(delta);
-            if *n == 0 {
-                m.remove(queue);
-            }
-        };
-        if old == now {
-            return;
-        }
-        if let Some((q, true)) = &old {
-            change(q, -1, &mut self.waiting);
-        }
-        if let Some((q, true)) = &now {
-            change(q, 1, &mut self.waiting);
-        }
-    }
-
-    /// A pod entered the scheduling queue (or changed there): it competes
-    /// for its queue's quota, if it has one.
-    fn track_queue(&mut self, pod: &Pod) {
-        let queue = crate::queues::queue_of(pod, self.cache.namespaces()).map(str::to_string);
-        match queue {
-            Some(q) => self.set_competing(&pod.uid, Some((q, true))),
-            None if !self.queued_in.is_empty() => self.set_competing(&pod.uid, None),
-            None => {}
-        }
-    }
-
-    /// The nodes held for starving pods.
-    pub fn holds(&self) -> &Holds {
-        &self.holds
-    }
-
-    /// Holds a node for `pod` if its profile guards against starvation and
-    /// it has waited since `since` for longer than allowed.
-    fn consider_hold(
+    /// `pod`, pending since `since`, fit no node and nominated none: the
+    /// capabilities hear it (the starvation guard may hold a node).
+    fn unschedulable(
         &mut self,
         profile: &Profile,
         pod: &Pod,
@@ -793,11 +736,16 @@ impl Scheduler {
         rejected: &[(usize, Status)],
         now: Millis,
     ) {
-        let Some(cfg) = &profile.starvation else { return };
-        if now.saturating_sub(since) < cfg.after_ms() {
-            return;
+        let cx = Context { snapshot: &self.snapshot, namespaces: self.cache.namespaces() };
+        for c in &mut self.capabilities {
+            c.unschedulable(&cx, profile, pod, since, rejected, now);
         }
-        self.holds.hold(cfg, &self.snapshot, pod, since, rejected);
+    }
+
+    /// The capability of type `T`, if the configuration turned it on
+    /// (`StarvationGuard`, `Forecast`, `QuotaCompetition`).
+    pub fn capability<T: Capability>(&self) -> Option<&T> {
+        self.capabilities.iter().find_map(|c| c.as_any().downcast_ref::<T>())
     }
 
     /// Records the pod's nomination (or its absence).
@@ -1039,13 +987,10 @@ impl Scheduler {
         let mut state = CycleState::at(now);
         state.set_node_selector(profile.node_selector.clone());
         state.set_nominated(self.nominated());
-        if let Some(held) = self.holds.index() {
-            state.add_holds(held);
-        }
-        self.forecast_cycle(&mut state, pod, now);
         state.write(profile.gpu_placement);
-        if !self.waiting.is_empty() {
-            state.write(crate::queues::Waiting(self.waiting.clone()));
+        let cx = Context { snapshot: &self.snapshot, namespaces: self.cache.namespaces() };
+        for c in &mut self.capabilities {
+            c.prepare_cycle(&cx, &mut state, pod, now);
         }
         state
     }
@@ -1080,13 +1025,8 @@ impl Scheduler {
         let decision = self.algorithm.schedule(&profile, &mut state, &qp.pod, &self.snapshot);
         let mut record = decision.record;
         let mut qp = qp;
-        if !self.queued_in.is_empty()
-            && let Some((q, _)) = self.queued_in.get(&qp.pod.uid).cloned()
-        {
-            // Refused by quota: still competing for it; placed or refused
-            // for another reason: not (until it changes).
-            let competing = decision.result.is_err() && state.read::<crate::queues::QuotaRefusal>().is_some();
-            self.set_competing(&qp.pod.uid, Some((q, competing)));
+        for c in &mut self.capabilities {
+            c.decided(&qp.pod, &state, decision.result.is_ok());
         }
         match decision.result {
             Ok(ScheduleResult { node, .. }) => {
@@ -1121,7 +1061,7 @@ impl Scheduler {
                         self.preemptions.insert(qp.pod.uid.clone(), p.clone());
                     }
                 } else if unschedulable {
-                    self.consider_hold(&profile, &qp.pod, qp.first_seen, &record.rejected, now);
+                    self.unschedulable(&profile, &qp.pod, qp.first_seen, &record.rejected, now);
                 }
                 let pod = qp.pod.clone();
                 if unschedulable {
