@@ -17,31 +17,22 @@
 //!   gathered off the scheduling path by `run`'s providers and laid over
 //!   them, so no network call happens inside Filter or Score.
 
-// The object model lives below the engine, in its own crate; its modules
-// are re-exported under their old names.
+// The object model and the cluster state live below the engine, in crates
+// of their own; their modules are re-exported under their old names.
 pub use gpu_scheduler_model::{bounds, disruption, model, quantity, resources, selectors, time};
+pub use gpu_scheduler_state::{cache, devices, dra, facts, gang, node_info, policy_switch, queues, testing, volumes};
 
 pub mod algorithm;
-pub mod cache;
 pub mod config;
 pub mod convert;
-pub mod devices;
-pub mod dra;
 pub mod explain;
 pub mod extender;
-pub mod facts;
 pub mod forecast;
 pub mod framework;
-pub mod gang;
 pub mod instrument;
-pub mod node_info;
-pub mod policy_switch;
 pub mod profile;
 pub mod queue;
-pub mod queues;
 pub mod registry;
 pub mod scheduler;
 pub mod spot_drain;
 pub mod starvation;
-pub mod testing;
-pub mod volumes;
