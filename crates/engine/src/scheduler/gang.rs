@@ -354,7 +354,7 @@ impl Scheduler {
                 victims_chosen_by: attempt.victims_chosen_by,
             };
             self.queue.add_unschedulable(qp, [GANG].into(), now);
-            self.ready.push_back(CycleOutcome::Failed(Box::new(failure)));
+            self.decided.push_back(CycleOutcome::Failed(Box::new(failure)));
         }
         for u in attempt.unplaced {
             let mut record = u.record;
@@ -370,7 +370,7 @@ impl Scheduler {
                 victims_chosen_by: None,
             };
             self.queue.add_unschedulable(u.qp, u.plugins, now);
-            self.ready.push_back(CycleOutcome::Failed(Box::new(failure)));
+            self.decided.push_back(CycleOutcome::Failed(Box::new(failure)));
         }
         for qp in attempt.untried {
             self.queue.add_unschedulable(qp, [GANG].into(), now);
@@ -396,7 +396,7 @@ impl Scheduler {
             let mut record = p.record;
             record.gang = Some(decision.clone());
             let task = self.binding_task(profile.clone(), p.pod, p.node, p.state, record, p.qp, Some(bind.clone()));
-            self.ready.push_back(CycleOutcome::Assumed(Box::new(task)));
+            self.decided.push_back(CycleOutcome::Assumed(Box::new(task)));
         }
         self.gangs.placed(&key);
         // Members beyond the minimum that did not fit wait as ordinary
@@ -415,7 +415,7 @@ impl Scheduler {
                 victims_chosen_by: None,
             };
             self.queue.add_unschedulable(u.qp, u.plugins, now);
-            self.ready.push_back(CycleOutcome::Failed(Box::new(failure)));
+            self.decided.push_back(CycleOutcome::Failed(Box::new(failure)));
         }
         for qp in attempt.untried {
             self.queue.add_unschedulable(qp, [GANG].into(), now);
@@ -483,7 +483,7 @@ impl Scheduler {
                 victims_chosen_by: None,
             };
             self.queue.add_unschedulable(qp, plugins.clone(), now);
-            self.ready.push_back(CycleOutcome::Failed(Box::new(failure)));
+            self.decided.push_back(CycleOutcome::Failed(Box::new(failure)));
         }
     }
 
@@ -512,7 +512,7 @@ impl Scheduler {
             preemption_attempted: false,
             victims_chosen_by: None,
         };
-        self.ready.push_back(CycleOutcome::Failed(Box::new(failure)));
+        self.decided.push_back(CycleOutcome::Failed(Box::new(failure)));
     }
 
     /// What of the gang's minResources the free capacity of the profile's

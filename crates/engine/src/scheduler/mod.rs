@@ -39,6 +39,8 @@
 pub mod capability;
 mod evictions;
 mod gang;
+mod nominator;
+mod profiles;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -56,7 +58,7 @@ use crate::explain::DecisionRecord;
 use crate::extender::Extender;
 use crate::facts::FactWarning;
 use crate::facts::provided::ProvidedFacts;
-use crate::framework::{Binder, ClusterEvent, Code, CycleState, EventAction, EventResource, Nominated, Plugin, Status};
+use crate::framework::{Binder, ClusterEvent, Code, CycleState, EventAction, EventResource, Plugin, Status};
 use crate::gang::{GangStatus, Gangs, PodGroup};
 use crate::model::{LabelSelector, Labels, Node, Pod, PodRef};
 use crate::policy_switch::PolicySwitched;
@@ -66,6 +68,8 @@ use crate::queues::Queue;
 use crate::time::Millis;
 use crate::volumes::{Claim, CsiNode, PodVolumeBindings, StorageClass, Volume};
 use capability::{Capability, Context};
+use nominator::Nominator;
+use profiles::Profiles;
 
 /// Stands for "no plugin" when a pod failed because the cluster has no
 /// nodes: unknown to the event registry, so every event requeues it.
@@ -229,10 +233,8 @@ pub struct Failure {
 }
 
 pub struct Scheduler {
-    profiles: Vec<Arc<Profile>>,
-    /// Profiles by schedulerName, in configuration order (the first whose
-    /// podSelector matches takes the pod).
-    by_name: HashMap<String, Vec<usize>>,
+    /// The profiles, how a pod finds its own, and their policy rules.
+    profiles: Profiles,
     /// Events each plugin registered, for requeueing unschedulable pods.
     plugin_events: HashMap<&'static str, Vec<ClusterEvent>>,
     cache: Cache,
@@ -248,20 +250,11 @@ pub struct Scheduler {
     new_warnings: Vec<FactWarning>,
     /// PodGroups and their pending members.
     gangs: Gangs,
-    /// The gang of each pending member in the queue, by uid.
-    gang_of: HashMap<String, String>,
-    /// Outcomes of a gang decided in one cycle, handed out one per call.
-    ready: VecDeque<CycleOutcome>,
-    /// Pending pods nominated to a node (by a preemption, or as the API
-    /// says), by uid: other pods leave room for them there.
-    nominations: HashMap<String, (String, PodRef)>,
-    /// The preemption that nominated each pod, kept for the explanation
-    /// of the decision that finally places it.
-    preemptions: HashMap<String, crate::explain::PreemptionRecord>,
-    /// The `policySwitch` rule active per profile (by index), if any.
-    active_policies: Vec<Option<usize>>,
-    /// Rule changes not yet taken by the driver.
-    policy_switches: Vec<PolicySwitched>,
+    /// Outcomes decided in one cycle and handed out one per call (a
+    /// gang's members).
+    decided: VecDeque<CycleOutcome>,
+    /// Pending pods nominated to a node, which other pods leave room for.
+    nominator: Nominator,
     /// Pending pods naming one of our schedulerNames that no profile's
     /// podSelector takes (another scheduler's canary): a reconfiguration
     /// may make them ours.
@@ -295,15 +288,6 @@ fn plugin_events(
     events
 }
 
-/// Profile indices by schedulerName, in configuration order.
-fn by_name(profiles: &[Arc<Profile>]) -> HashMap<String, Vec<usize>> {
-    let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
-    for (i, p) in profiles.iter().enumerate() {
-        by_name.entry(p.scheduler_name.clone()).or_default().push(i);
-    }
-    by_name
-}
-
 /// Why a new configuration cannot be applied to a running scheduler.
 #[derive(Debug, thiserror::Error)]
 pub enum ReconfigureError {
@@ -328,12 +312,10 @@ impl Scheduler {
     pub fn new(cfg: &Configuration, profiles: Vec<Profile>, seed: u64) -> Result<Self, NoProfiles> {
         let sorter = profiles.first().ok_or(NoProfiles)?.queue_sort.clone();
         let profiles: Vec<Arc<Profile>> = profiles.into_iter().map(Arc::new).collect();
-        let profile_count = profiles.len();
         let capabilities = capability::for_config(cfg);
         Ok(Scheduler {
             plugin_events: plugin_events(&profiles, &capabilities),
-            by_name: by_name(&profiles),
-            profiles,
+            profiles: Profiles::new(profiles),
             cache: Cache::configured(
                 cfg.node_facts.clone(),
                 cfg.gpu_shapes.clone(),
@@ -351,12 +333,8 @@ impl Scheduler {
             gated: HashMap::new(),
             extenders: Vec::new(),
             gangs: Gangs::default(),
-            gang_of: HashMap::new(),
-            ready: VecDeque::new(),
-            nominations: HashMap::new(),
-            preemptions: HashMap::new(),
-            active_policies: vec![None; profile_count],
-            policy_switches: Vec::new(),
+            decided: VecDeque::new(),
+            nominator: Nominator::default(),
             unclaimed: HashMap::new(),
             capabilities,
             evictions: evictions::Evictions::default(),
@@ -391,35 +369,19 @@ impl Scheduler {
             let set: std::collections::BTreeSet<String> = ps.map(str::to_string).collect();
             set.into_iter().collect::<Vec<_>>()
         };
-        let old = names(&mut self.profiles.iter().map(|p| p.scheduler_name.as_str()));
+        let old = names(&mut self.profiles.list().iter().map(|p| p.scheduler_name.as_str()));
         let new = names(&mut profiles.iter().map(|p| p.scheduler_name.as_str()));
         if old != new {
             return Err(ReconfigureError::SchedulerNames { old, new });
         }
         let sorter = profiles.first().ok_or(NoProfiles)?.queue_sort.name();
-        let running = self.profiles.first().map_or(sorter, |p| p.queue_sort.name());
+        let running = self.profiles.list().first().map_or(sorter, |p| p.queue_sort.name());
         if sorter != running {
             return Err(ReconfigureError::QueueSort { old: running, new: sorter });
         }
-        // An active rule stays active if the new profile has a rule of its name.
-        let active_names: Vec<Option<String>> = self
-            .profiles
-            .iter()
-            .zip(&self.active_policies)
-            .map(|(p, a)| Some(p.policy_switch.as_ref()?.config.rules.get((*a)?)?.name.clone()))
-            .collect();
         let profiles: Vec<Arc<Profile>> = profiles.into_iter().map(Arc::new).collect();
-        self.active_policies = profiles
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let name = active_names.get(i)?.as_ref()?;
-                p.policy_switch.as_ref()?.config.rules.iter().position(|r| &r.name == name)
-            })
-            .collect();
         self.plugin_events = plugin_events(&profiles, &self.capabilities);
-        self.by_name = by_name(&profiles);
-        self.profiles = profiles;
+        self.profiles.replace(profiles);
         self.queue.set_backoff(
             cfg.pod_initial_backoff_seconds.saturating_mul(1000),
             cfg.pod_max_backoff_seconds.saturating_mul(1000),
@@ -435,7 +397,7 @@ impl Scheduler {
             if self.profile_for(&pod).is_none() {
                 self.queue.delete(&pod.uid);
                 self.left_queue(&pod.uid);
-                if self.by_name.contains_key(&pod.scheduler_name) {
+                if self.profiles.has_name(&pod.scheduler_name) {
                     self.unclaimed.insert(pod.uid.clone(), pod);
                 }
             }
@@ -464,7 +426,7 @@ impl Scheduler {
     }
 
     pub fn profiles(&self) -> &[Arc<Profile>] {
-        &self.profiles
+        self.profiles.list()
     }
 
     pub fn cache(&self) -> &Cache {
@@ -487,64 +449,18 @@ impl Scheduler {
     }
 
     fn profile_for(&self, pod: &Pod) -> Option<&Arc<Profile>> {
-        self.profile_index_for(pod).map(|i| &self.profiles[i])
-    }
-
-    fn profile_index_for(&self, pod: &Pod) -> Option<usize> {
-        self.by_name
-            .get(&pod.scheduler_name)?
-            .iter()
-            .copied()
-            .find(|&i| self.profiles[i].pod_selector.as_ref().is_none_or(|s| s.matches(&pod.labels)))
-    }
-
-    /// Profile `i` as its `policySwitch` rules make it under the
-    /// snapshot's load (the snapshot is up to date); a change of the
-    /// active rule is recorded for [`Scheduler::take_policy_switches`].
-    fn switched_profile(&mut self, i: usize) -> Arc<Profile> {
-        let profile = &self.profiles[i];
-        let Some(ps) = &profile.policy_switch else { return profile.clone() };
-        let before = self.active_policies[i];
-        let load = self.snapshot.load();
-        let after = ps.config.next(before, load);
-        if after != before {
-            let decided_by = after.or(before).and_then(|k| ps.config.rules.get(k));
-            if let Some(rule) = decided_by {
-                let name = |k: Option<usize>| k.and_then(|k| ps.config.rules.get(k)).map(|r| r.name.clone());
-                self.policy_switches.push(PolicySwitched {
-                    scheduler_name: profile.scheduler_name.clone(),
-                    profile: i,
-                    from: name(before),
-                    to: name(after),
-                    metric: rule.when.metric,
-                    value: load.percent(rule.when.metric).unwrap_or(0.0),
-                });
-            }
-            self.active_policies[i] = after;
-        }
-        match after.and_then(|k| ps.variants.get(k)) {
-            Some(variant) => variant.clone(),
-            None => profile.clone(),
-        }
+        self.profiles.for_pod(pod)
     }
 
     /// Policy rule changes since the last call, oldest first.
     pub fn take_policy_switches(&mut self) -> Vec<PolicySwitched> {
-        std::mem::take(&mut self.policy_switches)
+        self.profiles.take_switches()
     }
 
     /// The active `policySwitch` rule of each profile that has rules:
     /// (schedulerName, profile index, rule name or None).
     pub fn active_policies(&self) -> Vec<(&str, usize, Option<&str>)> {
-        self.profiles
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| {
-                let ps = p.policy_switch.as_ref()?;
-                let rule = self.active_policies[i].and_then(|k| ps.config.rules.get(k)).map(|r| r.name.as_str());
-                Some((p.scheduler_name.as_str(), i, rule))
-            })
-            .collect()
+        self.profiles.active()
     }
 
     /// Node fact warnings not yet taken, each reported once per node,
@@ -654,7 +570,7 @@ impl Scheduler {
             return;
         }
         let Some(profile) = self.profile_for(&pod).cloned() else {
-            if self.by_name.contains_key(&pod.scheduler_name) {
+            if self.profiles.has_name(&pod.scheduler_name) {
                 self.unclaimed.insert(pod.uid.clone(), pod);
             }
             return;
@@ -680,7 +596,7 @@ impl Scheduler {
             }
         }
         self.gated.remove(&pod.uid);
-        self.nominate(&pod);
+        self.nominator.record(&pod);
         let entered = !self.queue.contains(&pod.uid);
         let cx = Context { snapshot: &self.snapshot, namespaces: self.cache.namespaces() };
         for c in &mut self.capabilities {
@@ -703,7 +619,6 @@ impl Scheduler {
     fn joined_queue(&mut self, key: &str, uid: &str, now: Millis) {
         let placed = self.cache.group_counts(key).placed;
         self.gangs.add_pending(key, uid, placed, now);
-        self.gang_of.insert(uid.to_string(), key.to_string());
         let waiting = self.gangs.view(key, placed).pending;
         self.queue.activate(&waiting, now);
     }
@@ -712,15 +627,8 @@ impl Scheduler {
     fn left_queue(&mut self, uid: &str) {
         // Every pod passes here: the maps are usually empty, and checked
         // so before hashing the uid.
-        if !self.gang_of.is_empty()
-            && let Some(key) = self.gang_of.remove(uid)
-        {
-            self.gangs.remove_pending(&key, uid);
-        }
-        if !self.nominations.is_empty() {
-            self.nominations.remove(uid);
-            self.preemptions.remove(uid);
-        }
+        self.gangs.left_queue(uid);
+        self.nominator.forget(uid);
         for c in &mut self.capabilities {
             c.pod_left(uid);
         }
@@ -748,34 +656,6 @@ impl Scheduler {
         self.capabilities.iter().find_map(|c| c.as_any().downcast_ref::<T>())
     }
 
-    /// Records the pod's nomination (or its absence).
-    fn nominate(&mut self, pod: &PodRef) {
-        match &pod.nominated_node_name {
-            Some(node) => {
-                self.nominations.insert(pod.uid.clone(), (node.clone(), pod.clone()));
-            }
-            None if !self.nominations.is_empty() => {
-                self.nominations.remove(&pod.uid);
-            }
-            None => {}
-        }
-    }
-
-    /// The nominations by snapshot position, for a cycle (None when there
-    /// are none, the usual case).
-    fn nominated(&self) -> Option<Arc<Nominated>> {
-        if self.nominations.is_empty() {
-            return None;
-        }
-        let mut by_position: HashMap<usize, Vec<PodRef>> = HashMap::new();
-        for (node, pod) in self.nominations.values() {
-            if let Some(i) = self.snapshot.position(node) {
-                by_position.entry(i).or_default().push(pod.clone());
-            }
-        }
-        Some(Arc::new(Nominated::new(by_position)))
-    }
-
     /// A preemption nominated `node` for the in-flight pod `qp`: the pod
     /// waits with the nomination (kept in its queue entry) for its victims
     /// to go.
@@ -784,13 +664,13 @@ impl Scheduler {
         pod.nominated_node_name = Some(node.to_string());
         let pod = Arc::new(pod);
         self.queue.update_in_flight(pod.clone());
-        self.nominate(&pod);
+        self.nominator.record(&pod);
         qp.pod = pod;
     }
 
     /// Pods nominated to nodes, waiting for their victims to go.
     pub fn nominated_pods(&self) -> impl Iterator<Item = (&str, &PodRef)> {
-        self.nominations.values().map(|(n, p)| (n.as_str(), p))
+        self.nominator.pods()
     }
 
     /// A PodGroup was added or changed: its members try again.
@@ -986,7 +866,7 @@ impl Scheduler {
     fn cycle_state(&mut self, profile: &Profile, pod: &Pod, now: Millis) -> CycleState {
         let mut state = CycleState::at(now);
         state.set_node_selector(profile.node_selector.clone());
-        state.set_nominated(self.nominated());
+        state.set_nominated(self.nominator.for_cycle(&self.snapshot));
         state.write(profile.gpu_placement);
         let cx = Context { snapshot: &self.snapshot, namespaces: self.cache.namespaces() };
         for c in &mut self.capabilities {
@@ -1003,21 +883,21 @@ impl Scheduler {
             // A victim's deletion never showed: its preemptor may try again.
             self.queue.activate_now(&expired);
         }
-        if let Some(outcome) = self.ready.pop_front() {
+        if let Some(outcome) = self.decided.pop_front() {
             return Some(outcome);
         }
         let qp = self.queue.pop(now)?;
-        let Some(index) = self.profile_index_for(&qp.pod) else {
+        let Some(index) = self.profiles.index_for(&qp.pod) else {
             self.queue.done(&qp.pod.uid);
             return None;
         };
         self.cache.update_snapshot(&mut self.snapshot);
-        let profile = self.switched_profile(index);
+        let profile = self.profiles.switched(index, self.snapshot.load());
         if let Some(key) = qp.pod.group_key() {
             let view = self.gangs.view(&key, self.cache.group_counts(&key).placed);
             if view.needed() > 0 || view.spec.is_none() {
                 self.schedule_gang(profile, qp, view, now);
-                return self.ready.pop_front();
+                return self.decided.pop_front();
             }
             // The gang has its minMember: later members join like ordinary pods.
         }
@@ -1030,8 +910,8 @@ impl Scheduler {
         }
         match decision.result {
             Ok(ScheduleResult { node, .. }) => {
-                if record.preemption.is_none() && !self.preemptions.is_empty() {
-                    record.preemption = self.preemptions.get(&qp.pod.uid).cloned();
+                if record.preemption.is_none() {
+                    record.preemption = self.nominator.preemption(&qp.pod.uid).cloned();
                 }
                 Some(self.assume(profile, qp, node, state, record, now))
             }
@@ -1058,7 +938,7 @@ impl Scheduler {
                         plugins = [evictions::PREEMPTION_VICTIMS].into();
                     }
                     if let Some(p) = &record.preemption {
-                        self.preemptions.insert(qp.pod.uid.clone(), p.clone());
+                        self.nominator.record_preemption(&qp.pod.uid, p.clone());
                     }
                 } else if unschedulable {
                     self.unschedulable(&profile, &qp.pod, qp.first_seen, &record.rejected, now);

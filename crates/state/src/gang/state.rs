@@ -31,6 +31,8 @@ struct Group {
 #[derive(Debug, Default)]
 pub struct Gangs {
     groups: HashMap<String, Group>,
+    /// The gang of each member in the queue, by uid.
+    member_of: HashMap<String, String>,
 }
 
 /// A gang at the start of a cycle.
@@ -108,6 +110,18 @@ impl Gangs {
         let short = g.spec.as_ref().is_none_or(|s| placed < s.min_member);
         if short && g.waiting_since.is_none() {
             g.waiting_since = Some(now);
+        }
+        self.member_of.insert(uid.to_string(), key.to_string());
+    }
+
+    /// Pod `uid` left the queue: if it was a gang's member, the gang no
+    /// longer counts it. Every pod passes here; the map is checked for
+    /// emptiness before the uid is hashed.
+    pub fn left_queue(&mut self, uid: &str) {
+        if !self.member_of.is_empty()
+            && let Some(key) = self.member_of.remove(uid)
+        {
+            self.remove_pending(&key, uid);
         }
     }
 
