@@ -6,41 +6,6 @@
 //! rebalancer ([`rebalancer`]), the `run` driver
 //! ([`run`]) and `snapshot` ([`snapshot`]). The engine itself knows none of this.
 
-/// `kube::Resource` for a CRD's object type that k8s-openapi lacks: its
-/// kind, group, version, plural and scope, and `metadata` as its meta.
-macro_rules! crd_resource {
-    ($ty:ty, $scope:ty, kind: $kind:expr, group: $group:expr, version: $version:expr, plural: $plural:expr) => {
-        impl kube::Resource for $ty {
-            type DynamicType = ();
-            type Scope = $scope;
-
-            fn kind(_: &()) -> std::borrow::Cow<'_, str> {
-                std::borrow::Cow::Borrowed($kind)
-            }
-
-            fn group(_: &()) -> std::borrow::Cow<'_, str> {
-                std::borrow::Cow::Borrowed($group)
-            }
-
-            fn version(_: &()) -> std::borrow::Cow<'_, str> {
-                std::borrow::Cow::Borrowed($version)
-            }
-
-            fn plural(_: &()) -> std::borrow::Cow<'_, str> {
-                std::borrow::Cow::Borrowed($plural)
-            }
-
-            fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                &self.metadata
-            }
-
-            fn meta_mut(&mut self) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                &mut self.metadata
-            }
-        }
-    };
-}
-
 pub mod alerts;
 pub mod binder;
 pub mod client;

@@ -27,7 +27,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
-use crate::podgroup::PodGroupResource;
+use engine::convert::{PodGroupObject, QueueObject};
 
 /// Reports waiting to be sent, at most.
 const QUEUE: usize = 4096;
@@ -321,12 +321,12 @@ impl Worker {
                 self.preempt(&victim, &node, &preemptor, reclaim.as_deref()).await
             }
             Report::GangStatus { namespace, name, status } => {
-                let api: Api<PodGroupResource> = Api::namespaced(self.main.clone(), &namespace);
+                let api: Api<PodGroupObject> = Api::namespaced(self.main.clone(), &namespace);
                 let patch = Patch::Merge(crate::podgroup::status_patch(&status));
                 write_status(&api, &format!("PodGroup {namespace}/{name}"), &name, &patch).await;
             }
             Report::QueueStatus { name, status } => {
-                let api: Api<crate::queue::QueueResource> = Api::all(self.main.clone());
+                let api: Api<QueueObject> = Api::all(self.main.clone());
                 let patch = Patch::Merge(json!({ "status": status }));
                 write_status(&api, &format!("Queue {name}"), &name, &patch).await;
             }

@@ -13,7 +13,7 @@ use kube::{Api, Client, Resource};
 use serde::Serialize;
 
 use crate::KubeError;
-use crate::podgroup::PodGroupResource;
+use engine::convert::{PodGroupObject, QueueObject};
 
 /// What a snapshot holds, counted.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -50,21 +50,17 @@ pub async fn write(client: &Client, out: &mut impl std::io::Write) -> Result<Sna
         doc(out, &pdb)?;
     }
     if crate::podgroup::served(client).await {
-        for mut group in list::<PodGroupResource>(client, None).await? {
+        for mut group in list::<PodGroupObject>(client, None).await? {
             strip(&mut group);
-            let mut v = serde_json::to_value(&group).map_err(|e| KubeError::Api(format!("writing YAML: {e}")))?;
-            v["apiVersion"] = serde_json::json!(engine::gang::API_VERSION);
-            v["kind"] = serde_json::json!(engine::gang::KIND);
-            doc(out, &v)?;
+            group.status = None; // the scheduler's to write, not an input
+            doc(out, &group)?;
         }
     }
     if crate::queue::served(client).await {
-        for mut q in list::<crate::queue::QueueResource>(client, None).await? {
+        for mut q in list::<QueueObject>(client, None).await? {
             strip(&mut q);
-            let mut v = serde_json::to_value(&q).map_err(|e| KubeError::Api(format!("writing YAML: {e}")))?;
-            v["apiVersion"] = serde_json::json!(engine::queues::API_VERSION);
-            v["kind"] = serde_json::json!(engine::queues::KIND);
-            doc(out, &v)?;
+            q.status = None; // the scheduler's to write, not an input
+            doc(out, &q)?;
         }
     }
     if crate::watch::dra_served(client).await {

@@ -41,7 +41,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
-use crate::podgroup::PodGroupResource;
+use engine::convert::{PodGroupObject, QueueObject, pod_group_from_object, queue_from_object};
 
 /// A cluster change, already converted.
 #[derive(Debug)]
@@ -240,8 +240,8 @@ where
         Source::ReplicationControllers,
     ];
     if podgroups {
-        let api = Api::<PodGroupResource>::all(client.clone());
-        spawn(api, config(), Source::PodGroups, tx.clone(), |g| match g.convert() {
+        let api = Api::<PodGroupObject>::all(client.clone());
+        spawn(api, config(), Source::PodGroups, tx.clone(), |g| match pod_group_from_object(g) {
             Ok(group) => Some(Change::PodGroup(Box::new(group))),
             Err(e) => {
                 // Its members wait as members of an unknown group would.
@@ -252,8 +252,8 @@ where
         sources.push(Source::PodGroups);
     }
     if queues {
-        let api = Api::<crate::queue::QueueResource>::all(client.clone());
-        spawn(api, config(), Source::Queues, tx.clone(), |q| match q.convert() {
+        let api = Api::<QueueObject>::all(client.clone());
+        spawn(api, config(), Source::Queues, tx.clone(), |q| match queue_from_object(q) {
             Ok(queue) => Some(Change::Queue(Box::new(queue))),
             Err(e) => {
                 // Its pods wait as pods of an unknown queue would.

@@ -3,7 +3,9 @@
 //! PodGroups, Queues, and the volume and DRA kinds; other kinds are
 //! counted and ignored. Decoding is strict, as
 //! `kubectl apply` is: a field the API does not know is an error, and every
-//! error names the file, the document's index and the field.
+//! error names the file, the document's index and the field. k8s-openapi's
+//! types and our CRDs' (which the live watch shares, so they are lenient)
+//! ignore unknown fields: a round trip finds them ([`decode`]).
 
 use std::fmt;
 
@@ -278,6 +280,21 @@ mod tests {
                 "unknown field",
                 "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: x, resources: {requets: {cpu: 1}}}]\n",
                 "test.yaml: document 0 (Pod p): spec.containers[0].resources.requets:",
+            ),
+            (
+                "unknown PodGroup field",
+                "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g}\nspec: {minMembers: 2}\n",
+                "test.yaml: document 0 (PodGroup g): spec.minMembers: unknown field",
+            ),
+            (
+                "unknown Queue field",
+                "apiVersion: gpu-scheduler.io/v1alpha1\nkind: Queue\nmetadata: {name: q}\nspec: {quotas: {cpu: 1}}\n",
+                "test.yaml: document 0 (Queue q): spec.quotas: unknown field",
+            ),
+            (
+                "PodGroup int32 as a type error",
+                "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g}\nspec: {minMember: two}\n",
+                "test.yaml: document 0 (PodGroup g): spec.minMember:",
             ),
             ("missing kind", "apiVersion: v1\nmetadata: {name: p}\n", "test.yaml: document 0 (? p)"),
             ("bad version", "apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: d}\n", "apiVersion"),

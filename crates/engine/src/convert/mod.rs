@@ -17,9 +17,12 @@
 //! One module per kind or concern: `pod` and `node`, `resources` (effective
 //! requests, and the non-zero defaults scoring uses), `selectors`,
 //! `scheduling` (taints, tolerations, spread constraints), `pdb`, `volumes`,
-//! `dra`, and our CRDs, which k8s-openapi lacks: `pod_group` and `queue`
-//! (each with the object as the API serves it).
+//! `dra`, and our CRDs, which k8s-openapi lacks: `pod_group` and `queue`,
+//! each the kind's one definition (kube-derive's `CustomResource`: the
+//! kube-rs resource the live watch reads and the CRD's schema), with
+//! schema pieces in `crd`.
 
+mod crd;
 mod dra;
 mod node;
 mod pdb;
@@ -37,8 +40,8 @@ pub use dra::{
 pub use node::node_from_k8s;
 pub use pdb::pdb_from_k8s;
 pub use pod::pod_from_k8s;
-pub use pod_group::{PodGroupObject, PodGroupSpec, pod_group_from_object};
-pub use queue::{QUEUE_WEIGHT, QueueObject, QueueSpec, queue_from_object};
+pub use pod_group::{PodGroupObject, PodGroupSpec, PodGroupStatus, pod_group_from_object};
+pub use queue::{QUEUE_WEIGHT, QueueObject, QueueSpec, QueueStatus, queue_from_object};
 pub use selectors::label_selector;
 pub use volumes::{claim_from_k8s, class_from_k8s, csi_node_from_k8s, volume_from_k8s};
 

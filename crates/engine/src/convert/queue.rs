@@ -1,49 +1,105 @@
 //! Queues (`gpu-scheduler.io/v1alpha1` `Queue`, our CRD, cluster-scoped):
-//! the object as the API serves it, and its conversion to [`Queue`].
+//! the object's one definition, from which kube-derive makes the kube-rs
+//! resource the live watch uses and the CRD's YAML in deploy/crds
+//! (crates/engine/tests/crds.rs checks it), and its conversion to [`Queue`].
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube_derive::CustomResource;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{ConvertError, int_or_string, invalid, non_empty, required};
+use super::{ConvertError, crd, int_or_string, invalid, non_empty, required};
 use crate::quantity::Quantity;
 use crate::queues::Queue;
 use gpu_scheduler_model::gpu::GPU_RESOURCE;
 
-/// A Queue object. Unknown fields are errors, as `kubectl apply`'s strict
-/// decoding makes them; the status is the scheduler's to write.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct QueueObject {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    #[serde(default)]
-    pub metadata: ObjectMeta,
-    #[serde(default)]
-    pub spec: QueueSpec,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<serde_json::Value>,
+// What a Queue asks for (no doc comment: the CRD has no description for
+// `spec`). Quantities are strings or plain numbers (int-or-string).
+// Unknown fields are accepted here, so that the live watch survives a field
+// a newer CRD adds; `simulate` rejects them by a round trip
+// (crates/sim/src/manifests.rs), as `kubectl apply`'s strict decoding does.
+// Each `printcolumn(...)` names its own `type_`: not duplicates.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "gpu-scheduler.io",
+    version = "v1alpha1",
+    kind = "Queue",
+    root = "QueueObject",
+    status = "QueueStatus",
+    derive = "Default",
+    derive = "PartialEq",
+    crates(kube_core = "::kube_core", k8s_openapi = "::k8s_openapi", schemars = "::schemars"),
+    // Metadata and spec default when absent: see the `crd` module.
+    attr = "cfg_attr(all(), serde(default), schemars(transform = crd::root))",
+    doc = "A queue with quotas. A pod labelled gpu-scheduler.io/queue (or in a namespace so labelled) is scheduled only when its requests fit the queue's quota, or can be borrowed from the unused quota of the queue's siblings (the queues with the same parent), and fit every ancestor's quota.",
+    printcolumn(name = "Parent", type_ = "string", json_path = ".spec.parent"),
+    printcolumn(
+        name = "GPUs",
+        type_ = "string",
+        json_path = ".spec.quota.nvidia\\.com/gpu",
+        description = "The nominal GPU quota."
+    ),
+    printcolumn(name = "Weight", type_ = "number", json_path = ".spec.weight"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(default, rename_all = "camelCase")]
+pub struct QueueSpec {
+    /// The parent queue; siblings lend each other unused quota, and the parent's quota caps their sum.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", length(max = 253))]
+    pub parent: Option<String>,
+    /// Nominal quota by resource (cpu, memory, nvidia.com/gpu, any extended resource) and by GPU model (nvidia.com/gpu:a100). A resource not named is not limited by this queue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crd::quantities")]
+    pub quota: Option<BTreeMap<String, serde_json::Value>>,
+    /// How much beyond its quota the queue may borrow, by resource; absent, no limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crd::quantities")]
+    pub borrowing_limit: Option<BTreeMap<String, serde_json::Value>>,
+    /// How much of its unused quota siblings may borrow, by resource; absent, all of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crd::quantities")]
+    pub lending_limit: Option<BTreeMap<String, serde_json::Value>>,
+    /// Fair-share weight among siblings (default 1), from 0.000001 to 1000000.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "queue_weight")]
+    pub weight: Option<serde_json::Value>,
+    /// Whether the queue may take back lent quota by preempting borrowers (default true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
+    pub reclaim: Option<bool>,
 }
 
-/// Quantities are strings or plain numbers (the CRD's int-or-string).
+/// Written by the scheduler; any fields.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct QueueSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub quota: Option<BTreeMap<String, serde_json::Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub borrowing_limit: Option<BTreeMap<String, serde_json::Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lending_limit: Option<BTreeMap<String, serde_json::Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub weight: Option<serde_json::Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reclaim: Option<bool>,
+#[serde(transparent)]
+pub struct QueueStatus(pub serde_json::Map<String, serde_json::Value>);
+
+impl JsonSchema for QueueStatus {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "QueueStatus".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Written by the scheduler.",
+            "type": "object",
+            "x-kubernetes-preserve-unknown-fields": true,
+        })
+    }
+}
+
+/// The schema of `spec.weight`: a number, read as text or number by
+/// [`queue_from_object`]; the API server takes numbers only.
+fn queue_weight(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "number",
+        "exclusiveMinimum": true,
+        "minimum": 0,
+        "maximum": 1_000_000,
+    })
 }
 
 /// A resource list of a Queue in the engine's units: GPUs (also per model,
