@@ -938,6 +938,8 @@ impl<'a> NodeList<'a> {
         self.snap
     }
 
+    // Called per node in the engine's hot loops, across the crate line.
+    #[inline]
     pub fn len(&self) -> usize {
         self.positions.map_or(self.snap.nodes.len(), <[usize]>::len)
     }
@@ -947,10 +949,12 @@ impl<'a> NodeList<'a> {
     }
 
     /// The snapshot position of the `i`-th node of the list.
+    #[inline]
     pub fn position(&self, i: usize) -> usize {
         self.positions.map_or(i, |p| p[i])
     }
 
+    #[inline]
     pub fn get(&self, i: usize) -> NodeView<'a> {
         self.snap.view(self.position(i))
     }
@@ -1065,6 +1069,7 @@ impl Snapshot {
     }
 
     /// The node at `i` of [`Snapshot::nodes`], as plugins see it.
+    #[inline]
     pub fn view(&self, i: usize) -> NodeView<'_> {
         NodeView::new(self.summaries[i], &self.nodes[i])
     }

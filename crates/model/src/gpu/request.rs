@@ -88,6 +88,7 @@ impl GpuRequest {
     }
 
     /// Whether a node of `model` (None: unknown) is acceptable.
+    #[inline]
     pub fn accepts_model(&self, model: Option<&str>) -> bool {
         accepts(self.models.as_deref(), model)
     }
@@ -166,6 +167,7 @@ impl GpuRequest {
     }
 }
 
+#[inline]
 fn accepts(models: Option<&[Arc<str>]>, model: Option<&str>) -> bool {
     match models {
         None => true,
