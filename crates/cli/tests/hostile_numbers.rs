@@ -575,7 +575,8 @@ const FACTS: &[(&str, Object)] = &[
     ("gpu-scheduler.io/do-not-evict", Object::Pod),
 ];
 
-/// Annotations of the engine that hold no number (nothing to sweep).
+/// Annotations of the engine (and the crates below it) that hold no
+/// number (nothing to sweep).
 const NOT_NUMBERS: &[&str] = &[
     // A label key, read as text.
     "gpu-scheduler.io/topology-key",
@@ -594,9 +595,10 @@ enum Object {
 
 #[test]
 fn every_numeric_annotation_is_swept() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/src");
+    // The engine and the crates below it, where annotations are read.
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut found = BTreeSet::new();
-    let mut dirs = vec![src];
+    let mut dirs: Vec<_> = ["model", "state", "engine"].iter().map(|c| crates.join(c).join("src")).collect();
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).expect("engine sources").flatten() {
             let path = entry.path();
