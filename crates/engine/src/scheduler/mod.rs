@@ -602,16 +602,16 @@ impl Scheduler {
         for c in &mut self.capabilities {
             c.pod_queued(&cx, &pod, entered, now);
         }
-        if !entered {
-            self.queue.update(pod, now);
-            self.fire(ClusterEvent::new(EventResource::UnscheduledPod, EventAction::Update), now);
-        } else {
+        if entered {
             let member = pod.group_key().map(|key| (key, pod.uid.clone()));
             self.cache.observe_shape(&pod);
             self.queue.add(pod, now);
             if let Some((key, uid)) = member {
                 self.joined_queue(&key, &uid, now);
             }
+        } else {
+            self.queue.update(pod, now);
+            self.fire(ClusterEvent::new(EventResource::UnscheduledPod, EventAction::Update), now);
         }
     }
 

@@ -1,7 +1,8 @@
 //! Capabilities: what the scheduler does beyond one plugin's verdict, with
 //! state of its own across cycles. Each owns that state and hears the
-//! pod lifecycle it registered for; the scheduler core calls the hooks of
-//! every capability in order and names none of them. Plugins decide one
+//! pod lifecycle through the hooks it implements (the others do nothing);
+//! the scheduler core calls the hooks of every capability in order and
+//! names none of them. Plugins decide one
 //! cycle (their state lives in the cycle); a capability remembers between
 //! cycles (pods waiting for quota, nodes held for a starving pod, a demand
 //! forecast).
