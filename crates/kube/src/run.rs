@@ -29,7 +29,7 @@ use engine::facts::provided::ProvidedFacts;
 use engine::framework::Status;
 use engine::gang::GangPhase;
 use engine::scheduler::capability::StarvationGuard;
-use engine::scheduler::{BindingTask, CycleOutcome, Scheduler};
+use engine::scheduler::{BindingTask, CycleOutcome, ObjectChange, Scheduler};
 use engine::spot_drain::SpotDrainConfig;
 use engine::time::Millis;
 use tokio::runtime::Handle;
@@ -516,9 +516,12 @@ impl Driver {
 
     fn change(&mut self, change: Change, now: Millis) {
         match change {
-            Change::Node(n) => self.sched.on_node_upsert(*n, now),
-            Change::NodeDeleted(name) => self.sched.on_node_delete(&name, now),
-            Change::Namespace(name, labels) => self.sched.on_namespace(&name, labels, now),
+            Change::Object(c) => {
+                if let ObjectChange::PodGroupDeleted(key) = &c {
+                    self.gang_phases.remove(key);
+                }
+                self.sched.apply(c, now);
+            }
             Change::Pod(p) if p.node_name.is_none() && p.terminating => {
                 // Being deleted: kube-scheduler does not schedule it.
                 self.pending_gone(&p.uid);
@@ -537,47 +540,6 @@ impl Driver {
             // flight ends on its own, 404); last seen bound: leaves its node.
             Change::PodGone(uid) if self.pending.contains(&uid) => self.pending_gone(&uid),
             Change::PodGone(uid) => self.sched.on_pod_delete(&uid, now),
-            Change::PodGroup(g) => self.sched.on_pod_group_upsert(*g, now),
-            Change::PodGroupDeleted(key) => {
-                let (ns, name) = key.split_once('/').unwrap_or(("", &key));
-                self.sched.on_pod_group_delete(ns, name);
-                self.gang_phases.remove(&key);
-            }
-            Change::Queue(q) => self.sched.on_queue_upsert(*q, now),
-            Change::QueueDeleted(name) => self.sched.on_queue_delete(&name, now),
-            Change::Pdb(b) => self.sched.on_pdb_upsert(*b),
-            Change::Claim(c) => self.sched.on_claim_upsert(*c, now),
-            Change::ClaimDeleted(key) => {
-                let (ns, name) = key.split_once('/').unwrap_or(("", &key));
-                self.sched.on_claim_delete(ns, name, now);
-            }
-            Change::Volume(v) => self.sched.on_volume_upsert(*v, now),
-            Change::VolumeDeleted(name) => self.sched.on_volume_delete(&name, now),
-            Change::StorageClass(c) => self.sched.on_storage_class_upsert(*c, now),
-            Change::StorageClassDeleted(name) => self.sched.on_storage_class_delete(&name, now),
-            Change::CsiNode(c) => self.sched.on_csi_node_upsert(*c, now),
-            Change::CsiNodeDeleted(name) => self.sched.on_csi_node_delete(&name, now),
-            Change::Slice(s) => self.sched.on_slice_upsert(*s, now),
-            Change::SliceDeleted(name) => self.sched.on_slice_delete(&name, now),
-            Change::DeviceClass(c) => self.sched.on_device_class_upsert(*c, now),
-            Change::DeviceClassDeleted(name) => self.sched.on_device_class_delete(&name, now),
-            Change::ResourceClaim(c) => self.sched.on_resource_claim_upsert(*c, now),
-            Change::ResourceClaimDeleted(key) => {
-                let (ns, name) = key.split_once('/').unwrap_or(("", &key));
-                self.sched.on_resource_claim_delete(ns, name, now);
-            }
-            Change::Service(key, selector) => {
-                let (ns, name) = key.split_once('/').unwrap_or(("", &key));
-                self.sched.on_service(ns, name, selector);
-            }
-            Change::Controller(kind, key, selector) => {
-                let (ns, name) = key.split_once('/').unwrap_or(("", &key));
-                self.sched.on_controller(kind, ns, name, selector);
-            }
-            Change::PdbDeleted(key) => {
-                let (ns, name) = key.split_once('/').unwrap_or(("", &key));
-                self.sched.on_pdb_delete(ns, name);
-            }
             Change::NodeAlert(node, at) => {
                 let mut facts = self.provided.get(&node).cloned().unwrap_or_default();
                 facts.event_alert = at;

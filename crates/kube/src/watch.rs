@@ -27,7 +27,8 @@ use std::sync::Arc;
 
 use engine::convert;
 use engine::model::LabelSelector;
-use engine::model::{Labels, Node, Pod};
+use engine::model::{Labels, Pod};
+use engine::scheduler::ObjectChange;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
@@ -46,41 +47,12 @@ use engine::convert::{PodGroupObject, QueueObject, pod_group_from_object, queue_
 /// A cluster change, already converted.
 #[derive(Debug)]
 pub enum Change {
-    Node(Box<Node>),
-    NodeDeleted(String),
-    Namespace(String, Labels),
+    /// A cluster object the engine reads, pods aside.
+    Object(ObjectChange),
     /// A pod, bound, or pending for one of our schedulerNames.
     Pod(Box<Pod>),
     /// A pod (UID) was deleted or finished.
     PodGone(String),
-    PodGroup(Box<engine::gang::PodGroup>),
-    /// `NAMESPACE/NAME` of a deleted PodGroup.
-    PodGroupDeleted(String),
-    Queue(Box<engine::queues::Queue>),
-    QueueDeleted(String),
-    Pdb(Box<engine::disruption::Pdb>),
-    /// `NAMESPACE/NAME` of a deleted PodDisruptionBudget.
-    PdbDeleted(String),
-    Claim(Box<engine::volumes::Claim>),
-    /// `NAMESPACE/NAME` of a deleted PersistentVolumeClaim.
-    ClaimDeleted(String),
-    Volume(Box<engine::volumes::Volume>),
-    VolumeDeleted(String),
-    StorageClass(Box<engine::volumes::StorageClass>),
-    StorageClassDeleted(String),
-    CsiNode(Box<engine::volumes::CsiNode>),
-    CsiNodeDeleted(String),
-    /// A Service's selector (`NAMESPACE/NAME`; None: deleted).
-    Service(String, Option<engine::model::Labels>),
-    /// A controller's selector: kind, `NAMESPACE/NAME`, selector (None: deleted).
-    Controller(&'static str, String, Option<engine::model::LabelSelector>),
-    Slice(Box<engine::dra::Slice>),
-    SliceDeleted(String),
-    DeviceClass(Box<engine::dra::DeviceClass>),
-    DeviceClassDeleted(String),
-    ResourceClaim(Box<engine::dra::ResourceClaim>),
-    /// `NAMESPACE/NAME` of a deleted ResourceClaim.
-    ResourceClaimDeleted(String),
     /// A node's latest hardware-alert Event (None: none left).
     NodeAlert(String, Option<engine::time::Millis>),
     /// A `nodeFacts.prometheus` fact's current values, by node.
@@ -157,7 +129,7 @@ where
                 if keep_nodes {
                     node.source = serde_json::to_value(n).ok().map(Arc::new);
                 }
-                Some(Change::Node(Box::new(node)))
+                Some(Change::Object(ObjectChange::Node(Box::new(node))))
             }
             Err(e) => {
                 warn!(node = %n.name_any(), "ignoring node: {e}");
@@ -167,7 +139,7 @@ where
     });
     spawn(Api::<Namespace>::all(client.clone()), config(), Source::Namespaces, tx.clone(), |ns| {
         let labels: Labels = ns.labels().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        Some(Change::Namespace(ns.name_any(), labels))
+        Some(Change::Object(ObjectChange::Namespace(ns.name_any(), labels)))
     });
     let names: HashSet<String> = scheduler_names.iter().cloned().collect();
     spawn(Api::<K8sPod>::all(client.clone()), config().fields(NOT_FINISHED), Source::Pods, tx.clone(), move |p| {
@@ -175,7 +147,7 @@ where
     });
     spawn(Api::<PodDisruptionBudget>::all(client.clone()), config(), Source::Pdbs, tx.clone(), |b| {
         match convert::pdb_from_k8s(b) {
-            Ok(pdb) => Some(Change::Pdb(Box::new(pdb))),
+            Ok(pdb) => Some(Change::Object(ObjectChange::Pdb(Box::new(pdb)))),
             Err(e) => {
                 warn!(pdb = %format!("{}/{}", b.namespace().unwrap_or_default(), b.name_any()), "ignoring PodDisruptionBudget: {e}");
                 None
@@ -189,21 +161,24 @@ where
             .ok()
     }
     spawn(Api::<PersistentVolumeClaim>::all(client.clone()), config(), Source::Claims, tx.clone(), |c| {
-        lenient("PersistentVolumeClaim", convert::claim_from_k8s(c), c).map(|c| Change::Claim(Box::new(c)))
+        lenient("PersistentVolumeClaim", convert::claim_from_k8s(c), c)
+            .map(|c| Change::Object(ObjectChange::Claim(Box::new(c))))
     });
     spawn(Api::<PersistentVolume>::all(client.clone()), config(), Source::Volumes, tx.clone(), |v| {
-        lenient("PersistentVolume", convert::volume_from_k8s(v), v).map(|v| Change::Volume(Box::new(v)))
+        lenient("PersistentVolume", convert::volume_from_k8s(v), v)
+            .map(|v| Change::Object(ObjectChange::Volume(Box::new(v))))
     });
     spawn(Api::<StorageClass>::all(client.clone()), config(), Source::StorageClasses, tx.clone(), |c| {
-        lenient("StorageClass", convert::class_from_k8s(c), c).map(|c| Change::StorageClass(Box::new(c)))
+        lenient("StorageClass", convert::class_from_k8s(c), c)
+            .map(|c| Change::Object(ObjectChange::StorageClass(Box::new(c))))
     });
     spawn(Api::<CSINode>::all(client.clone()), config(), Source::CsiNodes, tx.clone(), |c| {
-        lenient("CSINode", convert::csi_node_from_k8s(c), c).map(|c| Change::CsiNode(Box::new(c)))
+        lenient("CSINode", convert::csi_node_from_k8s(c), c).map(|c| Change::Object(ObjectChange::CsiNode(Box::new(c))))
     });
     // Default spreading's selectors: Services and the controllers of pods.
     spawn(Api::<Service>::all(client.clone()), config(), Source::Services, tx.clone(), |svc| {
         let selector = svc.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default();
-        Some(Change::Service(namespaced(svc), Some(selector)))
+        Some(Change::Object(ObjectChange::Service(namespaced(svc), Some(selector))))
     });
     spawn(Api::<ReplicaSet>::all(client.clone()), config(), Source::ReplicaSets, tx.clone(), |rs| {
         let sel = rs.spec.as_ref().map(|s| &s.selector);
@@ -242,7 +217,7 @@ where
     if podgroups {
         let api = Api::<PodGroupObject>::all(client.clone());
         spawn(api, config(), Source::PodGroups, tx.clone(), |g| match pod_group_from_object(g) {
-            Ok(group) => Some(Change::PodGroup(Box::new(group))),
+            Ok(group) => Some(Change::Object(ObjectChange::PodGroup(Box::new(group)))),
             Err(e) => {
                 // Its members wait as members of an unknown group would.
                 warn!(podgroup = %format!("{}/{}", g.namespace().unwrap_or_default(), g.name_any()), "ignoring PodGroup: {e}");
@@ -254,7 +229,7 @@ where
     if queues {
         let api = Api::<QueueObject>::all(client.clone());
         spawn(api, config(), Source::Queues, tx.clone(), |q| match queue_from_object(q) {
-            Ok(queue) => Some(Change::Queue(Box::new(queue))),
+            Ok(queue) => Some(Change::Object(ObjectChange::Queue(Box::new(queue)))),
             Err(e) => {
                 // Its pods wait as pods of an unknown queue would.
                 warn!(queue = %q.name_any(), "ignoring Queue: {e}");
@@ -265,13 +240,16 @@ where
     }
     if dra {
         spawn(Api::<ResourceSlice>::all(client.clone()), config(), Source::ResourceSlices, tx.clone(), |s| {
-            lenient("ResourceSlice", convert::slice_from_k8s(s), s).map(|s| Change::Slice(Box::new(s)))
+            lenient("ResourceSlice", convert::slice_from_k8s(s), s)
+                .map(|s| Change::Object(ObjectChange::Slice(Box::new(s))))
         });
         spawn(Api::<DeviceClass>::all(client.clone()), config(), Source::DeviceClasses, tx.clone(), |c| {
-            lenient("DeviceClass", convert::device_class_from_k8s(c), c).map(|c| Change::DeviceClass(Box::new(c)))
+            lenient("DeviceClass", convert::device_class_from_k8s(c), c)
+                .map(|c| Change::Object(ObjectChange::DeviceClass(Box::new(c))))
         });
         spawn(Api::<ResourceClaim>::all(client.clone()), config(), Source::ResourceClaims, tx.clone(), |c| {
-            lenient("ResourceClaim", convert::resource_claim_from_k8s(c), c).map(|c| Change::ResourceClaim(Box::new(c)))
+            lenient("ResourceClaim", convert::resource_claim_from_k8s(c), c)
+                .map(|c| Change::Object(ObjectChange::ResourceClaim(Box::new(c))))
         });
         sources.extend([Source::ResourceSlices, Source::DeviceClasses, Source::ResourceClaims]);
     }
@@ -324,7 +302,7 @@ fn controller(
         }
         None => None,
     };
-    Some(Change::Controller(kind, key, selector))
+    Some(Change::Object(ObjectChange::Controller(kind, key, selector)))
 }
 
 fn pod_change(p: &K8sPod) -> Option<Change> {
@@ -366,22 +344,24 @@ fn key_of<K: Resource>(source: Source, obj: &K) -> String {
 
 fn gone(source: Source, key: String) -> Option<Change> {
     match source {
-        Source::Nodes => Some(Change::NodeDeleted(key)),
+        Source::Nodes => Some(Change::Object(ObjectChange::NodeDeleted(key))),
         Source::Pods => Some(Change::PodGone(key)),
-        Source::PodGroups => Some(Change::PodGroupDeleted(key)),
-        Source::Queues => Some(Change::QueueDeleted(key)),
-        Source::Pdbs => Some(Change::PdbDeleted(key)),
-        Source::Claims => Some(Change::ClaimDeleted(key)),
-        Source::Volumes => Some(Change::VolumeDeleted(key)),
-        Source::StorageClasses => Some(Change::StorageClassDeleted(key)),
-        Source::CsiNodes => Some(Change::CsiNodeDeleted(key)),
-        Source::Services => Some(Change::Service(key, None)),
-        Source::ReplicaSets => Some(Change::Controller("ReplicaSet", key, None)),
-        Source::StatefulSets => Some(Change::Controller("StatefulSet", key, None)),
-        Source::ReplicationControllers => Some(Change::Controller("ReplicationController", key, None)),
-        Source::ResourceSlices => Some(Change::SliceDeleted(key)),
-        Source::DeviceClasses => Some(Change::DeviceClassDeleted(key)),
-        Source::ResourceClaims => Some(Change::ResourceClaimDeleted(key)),
+        Source::PodGroups => Some(Change::Object(ObjectChange::PodGroupDeleted(key))),
+        Source::Queues => Some(Change::Object(ObjectChange::QueueDeleted(key))),
+        Source::Pdbs => Some(Change::Object(ObjectChange::PdbDeleted(key))),
+        Source::Claims => Some(Change::Object(ObjectChange::ClaimDeleted(key))),
+        Source::Volumes => Some(Change::Object(ObjectChange::VolumeDeleted(key))),
+        Source::StorageClasses => Some(Change::Object(ObjectChange::StorageClassDeleted(key))),
+        Source::CsiNodes => Some(Change::Object(ObjectChange::CsiNodeDeleted(key))),
+        Source::Services => Some(Change::Object(ObjectChange::Service(key, None))),
+        Source::ReplicaSets => Some(Change::Object(ObjectChange::Controller("ReplicaSet", key, None))),
+        Source::StatefulSets => Some(Change::Object(ObjectChange::Controller("StatefulSet", key, None))),
+        Source::ReplicationControllers => {
+            Some(Change::Object(ObjectChange::Controller("ReplicationController", key, None)))
+        }
+        Source::ResourceSlices => Some(Change::Object(ObjectChange::SliceDeleted(key))),
+        Source::DeviceClasses => Some(Change::Object(ObjectChange::DeviceClassDeleted(key))),
+        Source::ResourceClaims => Some(Change::Object(ObjectChange::ResourceClaimDeleted(key))),
         // The engine keeps namespace labels only for selectors; a deleted
         // namespace has no pods left to match.
         Source::Namespaces => None,
@@ -484,8 +464,8 @@ mod tests {
         changes
             .iter()
             .map(|c| match c {
-                Change::Node(n) => format!("+{}", n.name),
-                Change::NodeDeleted(n) => format!("-{n}"),
+                Change::Object(ObjectChange::Node(n)) => format!("+{}", n.name),
+                Change::Object(ObjectChange::NodeDeleted(n)) => format!("-{n}"),
                 Change::Synced(_) => "synced".into(),
                 other => format!("{other:?}"),
             })
@@ -529,7 +509,8 @@ mod tests {
 
     #[test]
     fn a_relist_deletes_what_it_no_longer_lists_and_syncs_once() {
-        let convert = |n: &K8sNode| convert::node_from_k8s(n).ok().map(|n| Change::Node(Box::new(n)));
+        let convert =
+            |n: &K8sNode| convert::node_from_k8s(n).ok().map(|n| Change::Object(ObjectChange::Node(Box::new(n))));
         let mut r = Relist::default();
         let mut run = |events: Vec<watcher::Event<K8sNode>>| -> Vec<String> {
             events.into_iter().flat_map(|e| names(&r.apply(Source::Nodes, e, &convert))).collect()

@@ -20,7 +20,7 @@ use engine::model::Pod;
 use engine::node_info::cluster_fragmentation;
 use engine::profile::{DefaultPlugin, build_profiles};
 use engine::registry::Registry;
-use engine::scheduler::{CycleOutcome, Scheduler};
+use engine::scheduler::{CycleOutcome, ObjectChange, Scheduler};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -253,10 +253,10 @@ pub fn trace_scheduler(
     let engine_error = |what: String, e: convert::ConvertError| SimError::Engine(format!("{what}: {e}"));
     for n in nodes {
         let node = convert::node_from_k8s(&n.to_k8s()).map_err(|e| engine_error(format!("node {}", n.name), e))?;
-        sched.on_node_upsert(node, 0);
+        sched.apply(ObjectChange::Node(Box::new(node)), 0);
     }
     for q in crate::openb::queues(pods) {
-        sched.on_queue_upsert(q, 0);
+        sched.apply(ObjectChange::Queue(Box::new(q)), 0);
     }
     let converted: Vec<Pod> = pods
         .iter()

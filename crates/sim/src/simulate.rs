@@ -22,7 +22,7 @@ use engine::framework::{Binder, Status};
 use engine::model::Pod;
 use engine::profile::{DefaultPlugin, build_profiles};
 use engine::registry::Registry;
-use engine::scheduler::{CycleOutcome, Scheduler};
+use engine::scheduler::{CycleOutcome, ObjectChange, Scheduler};
 use engine::time::Millis;
 use k8s_openapi::api::core::v1::Pod as K8sPod;
 use thiserror::Error;
@@ -298,7 +298,7 @@ fn simulate_in_pool(
                 let mut labels = ns.metadata.labels.clone().unwrap_or_default();
                 // The API server sets this label on every namespace.
                 labels.insert(NAMESPACE_NAME_LABEL.into(), name.clone());
-                sched.on_namespace(&name, labels, now);
+                sched.apply(ObjectChange::Namespace(name.clone(), labels), now);
                 namespaces.insert(name);
             }
             Object::PriorityClass(pc) => {
@@ -322,7 +322,7 @@ fn simulate_in_pool(
                         "duplicate node".into(),
                     ));
                 }
-                sched.on_node_upsert(node, now);
+                sched.apply(ObjectChange::Node(Box::new(node)), now);
                 warnings.extend(sched.take_warnings().iter().map(ToString::to_string));
             }
             Object::Pod(p) => pods.push(InputPod {
@@ -359,7 +359,7 @@ fn simulate_in_pool(
                         "duplicate PodGroup".into(),
                     ));
                 }
-                sched.on_pod_group_upsert(group, now);
+                sched.apply(ObjectChange::PodGroup(Box::new(group)), now);
             }
             Object::Queue(q) => {
                 let queue = convert::queue_from_object(q).map_err(|e| {
@@ -372,7 +372,7 @@ fn simulate_in_pool(
                         "duplicate Queue".into(),
                     ));
                 }
-                sched.on_queue_upsert(queue, now);
+                sched.apply(ObjectChange::Queue(Box::new(queue)), now);
             }
             Object::PersistentVolumeClaim(c) => {
                 let claim = convert::claim_from_k8s(c).map_err(|e| {
@@ -382,7 +382,7 @@ fn simulate_in_pool(
                         e.message,
                     )
                 })?;
-                sched.on_claim_upsert(claim, now);
+                sched.apply(ObjectChange::Claim(Box::new(claim)), now);
             }
             Object::PersistentVolume(v) => {
                 let volume = convert::volume_from_k8s(v).map_err(|e| {
@@ -392,42 +392,43 @@ fn simulate_in_pool(
                         e.message,
                     )
                 })?;
-                sched.on_volume_upsert(volume, now);
+                sched.apply(ObjectChange::Volume(Box::new(volume)), now);
             }
             Object::StorageClass(c) => {
                 let class = convert::class_from_k8s(c).map_err(|e| {
                     field_err(format!("StorageClass {}", c.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
                 })?;
-                sched.on_storage_class_upsert(class, now);
+                sched.apply(ObjectChange::StorageClass(Box::new(class)), now);
             }
             Object::Service(svc) => {
                 let ns = svc.metadata.namespace.clone().unwrap_or_else(|| convert::DEFAULT_NAMESPACE.to_string());
                 let selector = svc.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default();
-                sched.on_service(&ns, svc.metadata.name.as_deref().unwrap_or_default(), Some(selector));
+                let name = svc.metadata.name.as_deref().unwrap_or_default();
+                sched.apply(ObjectChange::Service(format!("{ns}/{name}"), Some(selector)), now);
             }
             Object::CsiNode(c) => {
                 let csi = convert::csi_node_from_k8s(c).map_err(|e| {
                     field_err(format!("CSINode {}", c.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
                 })?;
-                sched.on_csi_node_upsert(csi, now);
+                sched.apply(ObjectChange::CsiNode(Box::new(csi)), now);
             }
             Object::ResourceSlice(r) => {
                 let slice = convert::slice_from_k8s(r).map_err(|e| {
                     field_err(format!("ResourceSlice {}", r.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
                 })?;
-                sched.on_slice_upsert(slice, now);
+                sched.apply(ObjectChange::Slice(Box::new(slice)), now);
             }
             Object::DeviceClass(c) => {
                 let class = convert::device_class_from_k8s(c).map_err(|e| {
                     field_err(format!("DeviceClass {}", c.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
                 })?;
-                sched.on_device_class_upsert(class, now);
+                sched.apply(ObjectChange::DeviceClass(Box::new(class)), now);
             }
             Object::ResourceClaim(c) => {
                 let claim = convert::resource_claim_from_k8s(c).map_err(|e| {
                     field_err(format!("ResourceClaim {}", c.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
                 })?;
-                sched.on_resource_claim_upsert(claim, now);
+                sched.apply(ObjectChange::ResourceClaim(Box::new(claim)), now);
             }
             Object::ResourceClaimTemplate(t) => {
                 let template = convert::claim_template_from_k8s(t).map_err(|e| {
@@ -447,7 +448,7 @@ fn simulate_in_pool(
                         e.message,
                     )
                 })?;
-                sched.on_pdb_upsert(pdb);
+                sched.apply(ObjectChange::Pdb(Box::new(pdb)), now);
             }
         }
     }
@@ -501,7 +502,7 @@ fn simulate_in_pool(
         for claim in claims_from_templates(&mut pod, &claim_templates)
             .map_err(|(path, message)| err(format!("{}{path}", input.path), message))?
         {
-            sched.on_resource_claim_upsert(claim, now);
+            sched.apply(ObjectChange::ResourceClaim(Box::new(claim)), now);
         }
         converted.push(pod);
     }
@@ -509,7 +510,8 @@ fn simulate_in_pool(
     // Pods imply their namespaces, as a cluster would have them.
     for pod in &converted {
         if namespaces.insert(pod.namespace.clone()) {
-            sched.on_namespace(&pod.namespace, [(NAMESPACE_NAME_LABEL.to_string(), pod.namespace.clone())].into(), now);
+            let labels = [(NAMESPACE_NAME_LABEL.to_string(), pod.namespace.clone())].into();
+            sched.apply(ObjectChange::Namespace(pod.namespace.clone(), labels), now);
         }
     }
 

@@ -1,8 +1,10 @@
 //! The scheduler: cache, snapshot, queue, profiles and the decision
-//! algorithm put together. Cluster changes come in through the 29 `on_*`
-//! methods (the one write path: nodes and their provided facts, namespaces,
-//! pods, PodGroups, PDBs, services and controllers, volume and DRA objects,
-//! queues); `schedule_one` runs one scheduling cycle
+//! algorithm put together. Cluster changes come in through
+//! [`Scheduler::apply`] (every object kind but pods, as an
+//! [`ObjectChange`]), the pod methods (`on_pod_upsert`, `on_pod_delete`,
+//! `on_unassigned_pod_delete`) and `on_node_provided_facts`: the one write
+//! path (`apply` calls the kind's own `on_*` method, 29 in all);
+//! `schedule_one` runs one scheduling cycle
 //! and, on success, assumes the pod and hands back a [`BindingTask`] that
 //! the caller runs (in the background, in `run`) and reports with
 //! [`Scheduler::finish_binding`]. Both `run` and `simulate` drive this.
@@ -37,10 +39,13 @@
 //!   its devices (`assign_devices`).
 
 pub mod capability;
+mod change;
 mod evictions;
 mod gang;
 mod nominator;
 mod profiles;
+
+pub use change::ObjectChange;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
