@@ -138,13 +138,6 @@ impl Holds {
         self.by_holder.values().map(|h| h.gpus).sum()
     }
 
-    /// Every hold, by node name (oldest first).
-    pub fn all(&self) -> Vec<&Hold> {
-        let mut v: Vec<&Hold> = self.by_holder.values().collect();
-        v.sort_by(|a, b| a.since.cmp(&b.since).then(a.node.cmp(&b.node)));
-        v
-    }
-
     /// The holds by node, for a cycle; None when there are none.
     pub fn index(&self) -> Option<Arc<HeldNodes>> {
         (!self.by_holder.is_empty()).then(|| {
