@@ -14,7 +14,6 @@ pub mod leader;
 pub mod metrics;
 pub mod podgroup;
 pub mod prometheus;
-pub mod queue;
 pub mod rebalancer;
 pub mod reload;
 pub mod report;

@@ -1,21 +1,11 @@
-//! PodGroups on a live cluster: whether the API server serves them, and
-//! the status patch the scheduler writes. The CRD's objects are
+//! PodGroups on a live cluster: the status patch the scheduler writes. The CRD's objects are
 //! `engine::convert::PodGroupObject`, a kube-rs resource by kube-derive
 //! (k8s-openapi has no type for them), lenient so that a field a newer CRD
 //! adds does not stop the watch.
 
-use engine::convert::{PodGroupObject, PodGroupStatus};
+use engine::convert::PodGroupStatus;
 use engine::gang::GangStatus;
-use kube::Resource;
 use serde_json::json;
-
-/// Whether the API server serves PodGroups (the CRD is installed).
-pub async fn served(client: &kube::Client) -> bool {
-    match client.list_api_group_resources(&PodGroupObject::api_version(&())).await {
-        Ok(list) => list.resources.iter().any(|r| r.name == PodGroupObject::plural(&())),
-        Err(_) => false,
-    }
-}
 
 /// The merge patch of a PodGroup's status (a CRD takes no strategic
 /// merge; the status has no lists to merge). Typed by the CRD's status, so
@@ -37,8 +27,10 @@ pub fn status_patch(status: &GangStatus) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engine::convert::PodGroupObject;
     use engine::convert::pod_group_from_object;
     use engine::gang::GangPhase;
+    use kube::Resource;
 
     #[test]
     fn live_objects_convert_leniently_and_the_status_patch_is_a_merge() {

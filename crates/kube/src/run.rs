@@ -160,16 +160,8 @@ pub async fn run(
     let names: Vec<String> = scheduler.profiles().iter().map(|p| p.scheduler_name.clone()).collect();
     let (tx, rx) = mpsc::channel::<Input>(INPUT_QUEUE);
     let keep = engine::extender::sources_needed(scheduler.extenders());
-    let podgroups = crate::podgroup::served(&clients.main).await;
-    if !podgroups {
-        warn!(
-            "the PodGroup CRD (podgroups.scheduling.x-k8s.io) is not served: gang members wait for their group; \
-             install deploy/crds/ and restart to schedule gangs"
-        );
-    }
-    let dra = watch::dra_served(&clients.main).await;
-    let queues = crate::queue::served(&clients.main).await;
-    let sources = watch::spawn_all(&clients.main, &names, keep, (podgroups, dra, queues), tx.clone());
+    let unserved = watch::unserved(&clients.main).await;
+    let sources = watch::spawn_all(&clients.main, &names, keep, &unserved, tx.clone());
     // Node facts from outside the Node objects, off the scheduling path.
     let facts = scheduler.cache().facts_config().clone();
     let m = options.metrics.clone();

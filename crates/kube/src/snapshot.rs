@@ -1,19 +1,21 @@
-//! `gpu-scheduler snapshot`: the cluster's Nodes, Namespaces,
-//! PriorityClasses, PodDisruptionBudgets, PodGroups (when the CRD is
-//! served), the DRA objects (when `resource.k8s.io/v1` is) and unfinished
-//! Pods as multi-document YAML that `simulate` reads, for what-if runs on
-//! a real cluster's state.
+//! `gpu-scheduler snapshot`: the cluster as multi-document YAML that
+//! `simulate` reads, for what-if runs on a real cluster's state: the
+//! PriorityClasses, every kind the engine registers
+//! (`engine::scheduler::visit_kinds`) that the cluster serves and a
+//! snapshot holds (controllers are left out: their pods are written, and
+//! `simulate` would create them again), the ResourceClaimTemplates, and
+//! the unfinished Pods.
 
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice};
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::ListParams;
 use kube::{Api, Client, Resource};
 use serde::Serialize;
 
 use crate::KubeError;
-use engine::convert::{PodGroupObject, QueueObject};
+use engine::scheduler::{Kind, KindVisitor, visit_kinds};
 
 /// What a snapshot holds, counted.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -23,60 +25,58 @@ pub struct SnapshotCounts {
     pub pending: usize,
 }
 
+/// One kind's objects as YAML documents, ready for the snapshot.
+type Lister = for<'c> fn(&'c Client) -> BoxFuture<'c, Result<Vec<String>, KubeError>>;
+
+fn lister<K: Kind>(client: &Client) -> BoxFuture<'_, Result<Vec<String>, KubeError>> {
+    Box::pin(async move {
+        let mut docs = Vec::new();
+        for mut obj in list::<K::Object>(client, None).await? {
+            strip(&mut obj);
+            K::for_snapshot(&mut obj);
+            docs.push(yaml(&obj)?);
+        }
+        Ok(docs)
+    })
+}
+
 /// Writes the snapshot to `out`. Fields the simulation does not read and
 /// that only make the file large (managedFields, node images) are left
 /// out.
 pub async fn write(client: &Client, out: &mut impl std::io::Write) -> Result<SnapshotCounts, KubeError> {
+    struct Listers(Vec<(String, Lister)>);
+    impl KindVisitor for Listers {
+        fn visit<K: Kind>(&mut self) {
+            if K::IN_SNAPSHOT {
+                self.0.push((K::Object::kind(&()).into_owned(), lister::<K>));
+            }
+        }
+    }
+    let mut listers = Listers(Vec::new());
+    visit_kinds(&mut listers);
+    let unserved = crate::watch::unserved(client).await;
+
     let mut counts = SnapshotCounts::default();
     writeln!(out, "# gpu-scheduler snapshot: simulate with `gpu-scheduler simulate FILE`").map_err(io)?;
     for mut pc in list::<PriorityClass>(client, None).await? {
         strip(&mut pc);
         doc(out, &pc)?;
     }
-    for mut ns in list::<Namespace>(client, None).await? {
-        strip(&mut ns);
-        doc(out, &ns)?;
-    }
-    for mut node in list::<Node>(client, None).await? {
-        strip(&mut node);
-        if let Some(status) = &mut node.status {
-            status.images = None;
+    for (kind, lister) in listers.0 {
+        if unserved.contains(&kind) {
+            continue;
         }
-        doc(out, &node)?;
-        counts.nodes += 1;
-    }
-    for mut pdb in list::<PodDisruptionBudget>(client, None).await? {
-        strip(&mut pdb);
-        doc(out, &pdb)?;
-    }
-    if crate::podgroup::served(client).await {
-        for mut group in list::<PodGroupObject>(client, None).await? {
-            strip(&mut group);
-            group.status = None; // the scheduler's to write, not an input
-            doc(out, &group)?;
+        let docs = lister(client).await?;
+        if kind == <k8s_openapi::api::core::v1::Node as Resource>::kind(&()) {
+            counts.nodes += docs.len();
+        }
+        for d in docs {
+            write!(out, "{d}").map_err(io)?;
         }
     }
-    if crate::queue::served(client).await {
-        for mut q in list::<QueueObject>(client, None).await? {
-            strip(&mut q);
-            q.status = None; // the scheduler's to write, not an input
-            doc(out, &q)?;
-        }
-    }
-    if crate::watch::dra_served(client).await {
-        for mut o in list::<ResourceSlice>(client, None).await? {
-            strip(&mut o);
-            doc(out, &o)?;
-        }
-        for mut o in list::<DeviceClass>(client, None).await? {
-            strip(&mut o);
-            doc(out, &o)?;
-        }
+    // Pods' claims come from their templates: simulate makes them.
+    if crate::watch::served::<ResourceClaimTemplate>(client).await {
         for mut o in list::<ResourceClaimTemplate>(client, None).await? {
-            strip(&mut o);
-            doc(out, &o)?;
-        }
-        for mut o in list::<ResourceClaim>(client, None).await? {
             strip(&mut o);
             doc(out, &o)?;
         }
@@ -118,9 +118,13 @@ fn strip<K: Resource>(obj: &mut K) {
     obj.meta_mut().managed_fields = None;
 }
 
-fn doc(out: &mut impl std::io::Write, obj: &impl Serialize) -> Result<(), KubeError> {
+fn yaml(obj: &impl Serialize) -> Result<String, KubeError> {
     let yaml = serde_yaml_ng::to_string(obj).map_err(|e| KubeError::Api(format!("writing YAML: {e}")))?;
-    write!(out, "---\n{yaml}").map_err(io)
+    Ok(format!("---\n{yaml}"))
+}
+
+fn doc(out: &mut impl std::io::Write, obj: &impl Serialize) -> Result<(), KubeError> {
+    write!(out, "{}", yaml(obj)?).map_err(io)
 }
 
 fn io(e: std::io::Error) -> KubeError {

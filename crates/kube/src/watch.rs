@@ -1,15 +1,11 @@
-//! Watches: Nodes, Namespaces, Pods (one watch, as kube-scheduler's one
-//! pod informer: a binding comes back as one event, where a pending and a
-//! bound watch would each send one), PodDisruptionBudgets, the volume
-//! objects (claims, volumes, storage classes, CSINodes), the selectors of
-//! Services, ReplicaSets, StatefulSets and ReplicationControllers (for
-//! default topology spreading), the DRA objects
-//! (ResourceSlices, DeviceClasses, ResourceClaims, when
-//! `resource.k8s.io/v1` is served) and (when their CRDs are served)
-//! PodGroups and Queues, each a kube-rs watcher whose objects are
-//! converted to the engine's model as they arrive (the API objects are
-//! not kept, which keeps memory to what scheduling reads) and sent to the
-//! scheduling thread as [`Change`]s, the one path into the cache.
+//! Watches: Pods (one watch, as kube-scheduler's one pod informer: a
+//! binding comes back as one event, where a pending and a bound watch would
+//! each send one), and every kind the engine registers
+//! (`engine::scheduler::visit_kinds`) that the cluster serves, each a
+//! kube-rs watcher whose objects are converted to the engine's model as
+//! they arrive (the API objects are not kept, which keeps memory to what
+//! scheduling reads) and sent to the scheduling thread as [`Change`]s, the
+//! one path into the cache. This module names no kind but pods.
 //!
 //! After a watch error or an API-server restart the watcher lists again;
 //! objects that were known but are missing from the new list are sent as
@@ -26,23 +22,15 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use engine::convert;
-use engine::model::LabelSelector;
-use engine::model::{Labels, Pod};
-use engine::scheduler::ObjectChange;
+use engine::model::Pod;
+use engine::scheduler::{Kind, KindVisitor, ObjectChange, ReadOptions, key, visit_kinds};
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
-use k8s_openapi::api::core::v1::{
-    Namespace, Node as K8sNode, PersistentVolume, PersistentVolumeClaim, Pod as K8sPod, ReplicationController, Service,
-};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
-use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::Pod as K8sPod;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
-
-use engine::convert::{PodGroupObject, QueueObject, pod_group_from_object, queue_from_object};
 
 /// A cluster change, already converted.
 #[derive(Debug)]
@@ -61,35 +49,47 @@ pub enum Change {
     Synced(Source),
 }
 
-/// Which watch a change came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Source {
-    Nodes,
-    Namespaces,
-    Pods,
-    PodGroups,
-    Queues,
-    Pdbs,
-    Claims,
-    Volumes,
-    StorageClasses,
-    CsiNodes,
-    Services,
-    ReplicaSets,
-    StatefulSets,
-    ReplicationControllers,
-    ResourceSlices,
-    DeviceClasses,
-    ResourceClaims,
+/// Which watch a change came from: its kind (`Pod`, `Node`, ...).
+pub type Source = String;
+
+/// Whether the API server serves `K` (discovery of its group version).
+pub async fn served<K: Resource<DynamicType = ()>>(client: &Client) -> bool {
+    let plural = K::plural(&());
+    let list = if K::group(&()).is_empty() {
+        client.list_core_api_resources(&K::version(&())).await
+    } else {
+        client.list_api_group_resources(&K::api_version(&())).await
+    };
+    list.is_ok_and(|l| l.resources.iter().any(|r| r.name == plural))
 }
 
-/// Whether the API server serves `resource.k8s.io/v1` (DRA, GA since
-/// Kubernetes 1.34); without it the DRA objects are not watched.
-pub async fn dra_served(client: &Client) -> bool {
-    match client.list_api_group_resources("resource.k8s.io/v1").await {
-        Ok(list) => list.resources.iter().any(|r| r.name == "resourceslices"),
-        Err(_) => false,
+/// The registered kinds a cluster may not serve and this one does not
+/// (by kind name), each said once with what is lost without it.
+pub async fn unserved(client: &Client) -> HashSet<String> {
+    type Probe = for<'c> fn(&'c Client) -> BoxFuture<'c, bool>;
+    fn probe<K: Kind>(client: &Client) -> BoxFuture<'_, bool> {
+        Box::pin(served::<K::Object>(client))
     }
+    struct Optional(Vec<(String, String, &'static str, Probe)>);
+    impl KindVisitor for Optional {
+        fn visit<K: Kind>(&mut self) {
+            if let Some(lost) = K::WHEN_MISSING {
+                let kind = K::Object::kind(&()).into_owned();
+                let api = format!("{}.{}", K::Object::plural(&()), K::Object::api_version(&()));
+                self.0.push((kind, api, lost, probe::<K>));
+            }
+        }
+    }
+    let mut optional = Optional(Vec::new());
+    visit_kinds(&mut optional);
+    let mut missing = HashSet::new();
+    for (kind, api, lost, probe) in optional.0 {
+        if !probe(client).await {
+            warn!("{kind}s ({api}) are not served: {lost}");
+            missing.insert(kind);
+        }
+    }
+    missing
 }
 
 /// How long each watch request lasts before the API server ends it and
@@ -102,158 +102,66 @@ pub const WATCH_TIMEOUT_SECS: u32 = 30;
 /// Pods in a terminal phase hold no resources, as in kube-scheduler.
 const NOT_FINISHED: &str = "status.phase!=Succeeded,status.phase!=Failed";
 
-/// Starts the watches; changes go to `tx`. Returns the sources the
-/// scheduler must see synced before its first decision.
+/// Starts the watches: pods, and every registered kind the cluster serves
+/// (all but `unserved`, see [`unserved`]); changes go to `tx`. Returns the
+/// sources the scheduler must see synced before its first decision.
 ///
 /// `keep` says whether pods and nodes keep their API objects (extenders are
 /// sent them); without extenders neither does, to save memory.
-/// `podgroups` says whether the PodGroup CRD is served (see
-/// [`crate::podgroup::served`]); `dra` whether `resource.k8s.io/v1` is
-/// (see [`dra_served`]); `queues` whether the Queue CRD is
-/// ([`crate::queue::served`]).
 pub fn spawn_all<T>(
     client: &Client,
     scheduler_names: &[String],
     keep: (bool, bool),
-    (podgroups, dra, queues): (bool, bool, bool),
+    unserved: &HashSet<String>,
     tx: mpsc::Sender<T>,
 ) -> Vec<Source>
 where
     T: From<Change> + Send + 'static,
 {
     let (keep_pods, keep_nodes) = keep;
-    let config = || watcher::Config::default().timeout(WATCH_TIMEOUT_SECS);
-    spawn(Api::<K8sNode>::all(client.clone()), config(), Source::Nodes, tx.clone(), move |n| {
-        match convert::node_from_k8s(n) {
-            Ok(mut node) => {
-                if keep_nodes {
-                    node.source = serde_json::to_value(n).ok().map(Arc::new);
-                }
-                Some(Change::Object(ObjectChange::Node(Box::new(node))))
-            }
-            Err(e) => {
-                warn!(node = %n.name_any(), "ignoring node: {e}");
-                None
-            }
-        }
-    });
-    spawn(Api::<Namespace>::all(client.clone()), config(), Source::Namespaces, tx.clone(), |ns| {
-        let labels: Labels = ns.labels().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        Some(Change::Object(ObjectChange::Namespace(ns.name_any(), labels)))
-    });
     let names: HashSet<String> = scheduler_names.iter().cloned().collect();
-    spawn(Api::<K8sPod>::all(client.clone()), config().fields(NOT_FINISHED), Source::Pods, tx.clone(), move |p| {
+    let pods = K8sPod::kind(&()).into_owned();
+    let config = watcher::Config::default().timeout(WATCH_TIMEOUT_SECS).fields(NOT_FINISHED);
+    let uid = |p: &K8sPod| p.meta().uid.clone().unwrap_or_default();
+    let watch = Watch { source: pods.clone(), key: uid, gone: |uid| Some(Change::PodGone(uid)) };
+    spawn(Api::<K8sPod>::all(client.clone()), config, watch, tx.clone(), move |p| {
         pod_of_interest(p, &names, keep_pods)
     });
-    spawn(Api::<PodDisruptionBudget>::all(client.clone()), config(), Source::Pdbs, tx.clone(), |b| {
-        match convert::pdb_from_k8s(b) {
-            Ok(pdb) => Some(Change::Object(ObjectChange::Pdb(Box::new(pdb)))),
-            Err(e) => {
-                warn!(pdb = %format!("{}/{}", b.namespace().unwrap_or_default(), b.name_any()), "ignoring PodDisruptionBudget: {e}");
-                None
+
+    struct Spawner<'a, T> {
+        client: &'a Client,
+        tx: &'a mpsc::Sender<T>,
+        unserved: &'a HashSet<String>,
+        read: ReadOptions,
+        sources: Vec<Source>,
+    }
+    impl<T: From<Change> + Send + 'static> KindVisitor for Spawner<'_, T> {
+        fn visit<K: Kind>(&mut self) {
+            let kind = K::Object::kind(&()).into_owned();
+            if self.unserved.contains(&kind) {
+                return;
             }
+            let read = self.read;
+            let watch = Watch { source: kind.clone(), key: key::<K>, gone: |k| K::deleted(k).map(Change::Object) };
+            let config = watcher::Config::default().timeout(WATCH_TIMEOUT_SECS);
+            let label = kind.clone();
+            spawn(Api::<K::Object>::all(self.client.clone()), config, watch, self.tx.clone(), move |obj| {
+                match K::change(obj, read) {
+                    Ok(change) => Some(Change::Object(change)),
+                    Err(e) => {
+                        // Left out: what needs it waits, as for a missing object.
+                        warn!(object = %format!("{label} {}", key::<K>(obj)), "ignoring: {e}");
+                        None
+                    }
+                }
+            });
+            self.sources.push(kind);
         }
-    });
-    // Volume objects, converted as they arrive; one that cannot be read is
-    // left out (pods using it wait, as for a missing object) and logged.
-    fn lenient<K: ResourceExt, T>(kind: &'static str, r: Result<T, convert::ConvertError>, obj: &K) -> Option<T> {
-        r.map_err(|e| warn!(object = %format!("{kind} {}/{}", obj.namespace().unwrap_or_default(), obj.name_any()), "ignoring: {e}"))
-            .ok()
     }
-    spawn(Api::<PersistentVolumeClaim>::all(client.clone()), config(), Source::Claims, tx.clone(), |c| {
-        lenient("PersistentVolumeClaim", convert::claim_from_k8s(c), c)
-            .map(|c| Change::Object(ObjectChange::Claim(Box::new(c))))
-    });
-    spawn(Api::<PersistentVolume>::all(client.clone()), config(), Source::Volumes, tx.clone(), |v| {
-        lenient("PersistentVolume", convert::volume_from_k8s(v), v)
-            .map(|v| Change::Object(ObjectChange::Volume(Box::new(v))))
-    });
-    spawn(Api::<StorageClass>::all(client.clone()), config(), Source::StorageClasses, tx.clone(), |c| {
-        lenient("StorageClass", convert::class_from_k8s(c), c)
-            .map(|c| Change::Object(ObjectChange::StorageClass(Box::new(c))))
-    });
-    spawn(Api::<CSINode>::all(client.clone()), config(), Source::CsiNodes, tx.clone(), |c| {
-        lenient("CSINode", convert::csi_node_from_k8s(c), c).map(|c| Change::Object(ObjectChange::CsiNode(Box::new(c))))
-    });
-    // Default spreading's selectors: Services and the controllers of pods.
-    spawn(Api::<Service>::all(client.clone()), config(), Source::Services, tx.clone(), |svc| {
-        let selector = svc.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default();
-        Some(Change::Object(ObjectChange::Service(namespaced(svc), Some(selector))))
-    });
-    spawn(Api::<ReplicaSet>::all(client.clone()), config(), Source::ReplicaSets, tx.clone(), |rs| {
-        let sel = rs.spec.as_ref().map(|s| &s.selector);
-        controller("ReplicaSet", namespaced(rs), sel.map(|s| convert::label_selector(s, "spec.selector")))
-    });
-    spawn(Api::<StatefulSet>::all(client.clone()), config(), Source::StatefulSets, tx.clone(), |ss| {
-        let sel = ss.spec.as_ref().map(|s| &s.selector);
-        controller("StatefulSet", namespaced(ss), sel.map(|s| convert::label_selector(s, "spec.selector")))
-    });
-    spawn(
-        Api::<ReplicationController>::all(client.clone()),
-        config(),
-        Source::ReplicationControllers,
-        tx.clone(),
-        |rc| {
-            let map = rc.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default();
-            let sel = LabelSelector::from_match_labels(map.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-            controller("ReplicationController", namespaced(rc), Some(Ok(sel)))
-        },
-    );
-    // Field selectors cannot say "one of these names": one watch per name.
-    let mut sources = vec![
-        Source::Nodes,
-        Source::Namespaces,
-        Source::Pods,
-        Source::Pdbs,
-        Source::Claims,
-        Source::Volumes,
-        Source::StorageClasses,
-        Source::CsiNodes,
-        Source::Services,
-        Source::ReplicaSets,
-        Source::StatefulSets,
-        Source::ReplicationControllers,
-    ];
-    if podgroups {
-        let api = Api::<PodGroupObject>::all(client.clone());
-        spawn(api, config(), Source::PodGroups, tx.clone(), |g| match pod_group_from_object(g) {
-            Ok(group) => Some(Change::Object(ObjectChange::PodGroup(Box::new(group)))),
-            Err(e) => {
-                // Its members wait as members of an unknown group would.
-                warn!(podgroup = %format!("{}/{}", g.namespace().unwrap_or_default(), g.name_any()), "ignoring PodGroup: {e}");
-                None
-            }
-        });
-        sources.push(Source::PodGroups);
-    }
-    if queues {
-        let api = Api::<QueueObject>::all(client.clone());
-        spawn(api, config(), Source::Queues, tx.clone(), |q| match queue_from_object(q) {
-            Ok(queue) => Some(Change::Object(ObjectChange::Queue(Box::new(queue)))),
-            Err(e) => {
-                // Its pods wait as pods of an unknown queue would.
-                warn!(queue = %q.name_any(), "ignoring Queue: {e}");
-                None
-            }
-        });
-        sources.push(Source::Queues);
-    }
-    if dra {
-        spawn(Api::<ResourceSlice>::all(client.clone()), config(), Source::ResourceSlices, tx.clone(), |s| {
-            lenient("ResourceSlice", convert::slice_from_k8s(s), s)
-                .map(|s| Change::Object(ObjectChange::Slice(Box::new(s))))
-        });
-        spawn(Api::<DeviceClass>::all(client.clone()), config(), Source::DeviceClasses, tx.clone(), |c| {
-            lenient("DeviceClass", convert::device_class_from_k8s(c), c)
-                .map(|c| Change::Object(ObjectChange::DeviceClass(Box::new(c))))
-        });
-        spawn(Api::<ResourceClaim>::all(client.clone()), config(), Source::ResourceClaims, tx.clone(), |c| {
-            lenient("ResourceClaim", convert::resource_claim_from_k8s(c), c)
-                .map(|c| Change::Object(ObjectChange::ResourceClaim(Box::new(c))))
-        });
-        sources.extend([Source::ResourceSlices, Source::DeviceClasses, Source::ResourceClaims]);
-    }
-    sources
+    let read = ReadOptions { keep_node_objects: keep_nodes };
+    let mut spawner = Spawner { client, tx: &tx, unserved, read, sources: vec![pods] };
+    visit_kinds(&mut spawner);
+    spawner.sources
 }
 
 /// A pod the scheduler keeps: every bound pod (they hold resources), and
@@ -282,29 +190,6 @@ fn pod_of_interest(p: &K8sPod, names: &HashSet<String>, keep: bool) -> Option<Ch
     change
 }
 
-/// `NAMESPACE/NAME` of a namespaced object.
-fn namespaced<K: ResourceExt>(obj: &K) -> String {
-    format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any())
-}
-
-/// A controller's selector change; a selector that cannot be read leaves
-/// the controller without one (its pods get no default spreading).
-fn controller(
-    kind: &'static str,
-    key: String,
-    selector: Option<Result<engine::model::LabelSelector, convert::ConvertError>>,
-) -> Option<Change> {
-    let selector = match selector {
-        Some(Ok(s)) => Some(s),
-        Some(Err(e)) => {
-            warn!(object = %format!("{kind} {key}"), "ignoring selector: {e}");
-            None
-        }
-        None => None,
-    };
-    Some(Change::Object(ObjectChange::Controller(kind, key, selector)))
-}
-
 fn pod_change(p: &K8sPod) -> Option<Change> {
     match convert::pod_from_k8s(p) {
         Ok(pod) => Some(Change::Pod(Box::new(pod))),
@@ -315,60 +200,15 @@ fn pod_change(p: &K8sPod) -> Option<Change> {
     }
 }
 
-/// The key a deletion is sent with: UID for pods (the engine's pod key),
-/// name for cluster-scoped objects, `NAMESPACE/NAME` for the others.
-fn key_of<K: Resource>(source: Source, obj: &K) -> String {
-    let meta = obj.meta();
-    match source {
-        Source::Pods => meta.uid.clone().unwrap_or_default(),
-        Source::Nodes
-        | Source::Namespaces
-        | Source::Volumes
-        | Source::StorageClasses
-        | Source::CsiNodes
-        | Source::ResourceSlices
-        | Source::Queues
-        | Source::DeviceClasses => meta.name.clone().unwrap_or_default(),
-        Source::PodGroups
-        | Source::ResourceClaims
-        | Source::Pdbs
-        | Source::Claims
-        | Source::Services
-        | Source::ReplicaSets
-        | Source::StatefulSets
-        | Source::ReplicationControllers => {
-            format!("{}/{}", meta.namespace.as_deref().unwrap_or_default(), meta.name.as_deref().unwrap_or_default())
-        }
-    }
+/// One watch: where its changes come from, the key an object is known
+/// by, and the change an object's deletion makes.
+struct Watch<K> {
+    source: Source,
+    key: fn(&K) -> String,
+    gone: fn(String) -> Option<Change>,
 }
 
-fn gone(source: Source, key: String) -> Option<Change> {
-    match source {
-        Source::Nodes => Some(Change::Object(ObjectChange::NodeDeleted(key))),
-        Source::Pods => Some(Change::PodGone(key)),
-        Source::PodGroups => Some(Change::Object(ObjectChange::PodGroupDeleted(key))),
-        Source::Queues => Some(Change::Object(ObjectChange::QueueDeleted(key))),
-        Source::Pdbs => Some(Change::Object(ObjectChange::PdbDeleted(key))),
-        Source::Claims => Some(Change::Object(ObjectChange::ClaimDeleted(key))),
-        Source::Volumes => Some(Change::Object(ObjectChange::VolumeDeleted(key))),
-        Source::StorageClasses => Some(Change::Object(ObjectChange::StorageClassDeleted(key))),
-        Source::CsiNodes => Some(Change::Object(ObjectChange::CsiNodeDeleted(key))),
-        Source::Services => Some(Change::Object(ObjectChange::Service(key, None))),
-        Source::ReplicaSets => Some(Change::Object(ObjectChange::Controller("ReplicaSet", key, None))),
-        Source::StatefulSets => Some(Change::Object(ObjectChange::Controller("StatefulSet", key, None))),
-        Source::ReplicationControllers => {
-            Some(Change::Object(ObjectChange::Controller("ReplicationController", key, None)))
-        }
-        Source::ResourceSlices => Some(Change::Object(ObjectChange::SliceDeleted(key))),
-        Source::DeviceClasses => Some(Change::Object(ObjectChange::DeviceClassDeleted(key))),
-        Source::ResourceClaims => Some(Change::Object(ObjectChange::ResourceClaimDeleted(key))),
-        // The engine keeps namespace labels only for selectors; a deleted
-        // namespace has no pods left to match.
-        Source::Namespaces => None,
-    }
-}
-
-fn spawn<K, T, F>(api: Api<K>, config: watcher::Config, source: Source, tx: mpsc::Sender<T>, convert: F)
+fn spawn<K, T, F>(api: Api<K>, config: watcher::Config, watch: Watch<K>, tx: mpsc::Sender<T>, convert: F)
 where
     K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
     K::DynamicType: Default,
@@ -377,16 +217,17 @@ where
 {
     tokio::spawn(async move {
         let mut relist = Relist::default();
+        let source = watch.source.clone();
         let mut stream = watcher(api, config).default_backoff().boxed();
         while let Some(event) = stream.next().await {
             let event = match event {
                 Ok(e) => e,
                 Err(e) => {
-                    warn!(?source, "watch failed, retrying: {e}");
+                    warn!(%source, "watch failed, retrying: {e}");
                     continue;
                 }
             };
-            for change in relist.apply(source, event, &convert) {
+            for change in relist.apply(&watch, event, &convert) {
                 if tx.send(change.into()).await.is_err() {
                     return; // the scheduler stopped
                 }
@@ -405,20 +246,20 @@ struct Relist {
 }
 
 impl Relist {
-    fn apply<K: Resource>(
+    fn apply<K>(
         &mut self,
-        source: Source,
+        watch: &Watch<K>,
         event: watcher::Event<K>,
         convert: &impl Fn(&K) -> Option<Change>,
     ) -> Vec<Change> {
         match event {
             watcher::Event::Init => {
-                debug!(?source, "listing");
+                debug!(source = %watch.source, "listing");
                 self.listing = Some(HashSet::new());
                 Vec::new()
             }
             watcher::Event::InitApply(obj) => {
-                let key = key_of(source, &obj);
+                let key = (watch.key)(&obj);
                 if let Some(listing) = &mut self.listing {
                     listing.insert(key.clone());
                 }
@@ -430,22 +271,22 @@ impl Relist {
                 // Sorted, so that the same lists always give the same changes.
                 let mut missing: Vec<&String> = self.known.iter().filter(|k| !listed.contains(*k)).collect();
                 missing.sort();
-                let mut out: Vec<Change> = missing.into_iter().filter_map(|k| gone(source, k.clone())).collect();
+                let mut out: Vec<Change> = missing.into_iter().filter_map(|k| (watch.gone)(k.clone())).collect();
                 self.known = listed;
                 if !self.synced {
                     self.synced = true;
-                    out.push(Change::Synced(source));
+                    out.push(Change::Synced(watch.source.clone()));
                 }
                 out
             }
             watcher::Event::Apply(obj) => {
-                self.known.insert(key_of(source, &obj));
+                self.known.insert((watch.key)(&obj));
                 convert(&obj).into_iter().collect()
             }
             watcher::Event::Delete(obj) => {
-                let key = key_of(source, &obj);
+                let key = (watch.key)(&obj);
                 self.known.remove(&key);
-                gone(source, key).into_iter().collect()
+                (watch.gone)(key).into_iter().collect()
             }
         }
     }
@@ -454,6 +295,7 @@ impl Relist {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Node as K8sNode;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     fn node(name: &str) -> K8sNode {
@@ -509,11 +351,12 @@ mod tests {
 
     #[test]
     fn a_relist_deletes_what_it_no_longer_lists_and_syncs_once() {
-        let convert =
-            |n: &K8sNode| convert::node_from_k8s(n).ok().map(|n| Change::Object(ObjectChange::Node(Box::new(n))));
+        use engine::scheduler::kinds::Nodes;
+        let convert = |n: &K8sNode| Nodes::change(n, ReadOptions::default()).ok().map(Change::Object);
+        let watch = Watch { source: "Node".into(), key: key::<Nodes>, gone: |k| Nodes::deleted(k).map(Change::Object) };
         let mut r = Relist::default();
         let mut run = |events: Vec<watcher::Event<K8sNode>>| -> Vec<String> {
-            events.into_iter().flat_map(|e| names(&r.apply(Source::Nodes, e, &convert))).collect()
+            events.into_iter().flat_map(|e| names(&r.apply(&watch, e, &convert))).collect()
         };
         use watcher::Event::*;
         assert_eq!(run(vec![Init, InitApply(node("a")), InitApply(node("b")), InitDone]), ["+a", "+b", "synced"]);

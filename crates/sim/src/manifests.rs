@@ -1,22 +1,26 @@
-//! Reading Kubernetes manifests: multi-document YAML of Nodes, Pods,
-//! Namespaces, PriorityClasses, workloads, PodDisruptionBudgets,
-//! PodGroups, Queues, and the volume and DRA kinds; other kinds are
-//! counted and ignored. Decoding is strict, as
-//! `kubectl apply` is: a field the API does not know is an error, and every
-//! error names the file, the document's index and the field. k8s-openapi's
-//! types and our CRDs' (which the live watch shares, so they are lenient)
-//! ignore unknown fields: a round trip finds them ([`decode`]).
+//! Reading Kubernetes manifests: multi-document YAML of Pods, the objects
+//! a simulation makes pods from (PriorityClasses, Deployments,
+//! ReplicaSets, StatefulSets, Jobs, ResourceClaimTemplates), and every kind
+//! the engine registers (`engine::scheduler::visit_kinds`: Nodes,
+//! Namespaces, PodGroups, Queues, the volume and DRA kinds, ...); other
+//! kinds are counted and ignored. Decoding is strict, as `kubectl apply`
+//! is: a field the API does not know is an error, and every error names the
+//! file, the document's index and the field. k8s-openapi's types and our
+//! CRDs' (which the live watch shares, so they are lenient) ignore unknown
+//! fields: a round trip finds them ([`decode`]).
 
 use std::fmt;
 
-use engine::convert::{PodGroupObject, QueueObject};
+use std::sync::Arc;
+
+use engine::convert::ConvertError;
+use engine::scheduler::{Kind, KindVisitor, ObjectChange, ReadOptions, key, visit_kinds};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use kube_core::Resource;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use thiserror::Error;
@@ -48,27 +52,87 @@ pub enum ManifestError {
 /// One decoded object.
 #[derive(Debug, Clone)]
 pub enum Object {
-    Node(Box<Node>),
     Pod(Box<Pod>),
-    Namespace(Box<Namespace>),
     PriorityClass(Box<PriorityClass>),
     Deployment(Box<Deployment>),
     ReplicaSet(Box<ReplicaSet>),
     StatefulSet(Box<StatefulSet>),
     Job(Box<Job>),
-    PodGroup(Box<PodGroupObject>),
-    Queue(Box<QueueObject>),
-    PodDisruptionBudget(Box<PodDisruptionBudget>),
-    PersistentVolumeClaim(Box<PersistentVolumeClaim>),
-    PersistentVolume(Box<PersistentVolume>),
-    StorageClass(Box<StorageClass>),
-    CsiNode(Box<CSINode>),
-    ResourceSlice(Box<ResourceSlice>),
-    DeviceClass(Box<DeviceClass>),
-    ResourceClaim(Box<ResourceClaim>),
     ResourceClaimTemplate(Box<ResourceClaimTemplate>),
-    /// Only its selector matters (default spreading).
-    Service(Box<Service>),
+    /// An object of a kind the engine registers.
+    Cluster(ClusterObject),
+}
+
+/// An object of a kind the engine registers, decoded into its API type.
+#[derive(Debug, Clone)]
+pub struct ClusterObject(Arc<dyn Registered>);
+
+impl ClusterObject {
+    /// Its kind (`Node`, `PodGroup`, ...).
+    pub fn kind(&self) -> String {
+        self.0.kind()
+    }
+
+    /// Its name, or `NAMESPACE/NAME`.
+    pub fn key(&self) -> String {
+        self.0.key()
+    }
+
+    /// The change it makes.
+    pub fn change(&self, read: ReadOptions) -> Result<ObjectChange, ConvertError> {
+        self.0.change(read)
+    }
+}
+
+trait Registered: fmt::Debug + Send + Sync {
+    fn kind(&self) -> String;
+    fn key(&self) -> String;
+    fn change(&self, read: ReadOptions) -> Result<ObjectChange, ConvertError>;
+}
+
+struct Typed<K: Kind>(K::Object);
+
+impl<K: Kind> fmt::Debug for Typed<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<K: Kind> Registered for Typed<K> {
+    fn kind(&self) -> String {
+        K::Object::kind(&()).into_owned()
+    }
+
+    fn key(&self) -> String {
+        key::<K>(&self.0)
+    }
+
+    fn change(&self, read: ReadOptions) -> Result<ObjectChange, ConvertError> {
+        K::change(&self.0, read)
+    }
+}
+
+/// Finds the registered kind of a document and decodes it.
+struct Decoder<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    json: &'a serde_json::Value,
+    /// Some kind of that name is registered (at some version).
+    kind_known: bool,
+    decoded: Option<Result<ClusterObject, (String, String)>>,
+}
+
+impl KindVisitor for Decoder<'_> {
+    fn visit<K: Kind>(&mut self) {
+        if self.decoded.is_some() || K::Object::kind(&()) != self.kind {
+            return;
+        }
+        self.kind_known = true;
+        if K::Object::api_version(&()) == self.api_version {
+            let typed = decode::<K::Object>(self.json).map(|o| ClusterObject(Arc::new(Typed::<K>(o))));
+            self.decoded = Some(typed);
+        }
+    }
 }
 
 /// Everything read, in input order, with where each came from; `ignored`
@@ -123,72 +187,22 @@ impl Manifests {
         if api_version.is_empty() {
             return Err(field("apiVersion", "missing".into(), &label));
         }
+        let decoded = |r: Result<Object, (String, String)>| r.map_err(|(p, m)| field(&p, m, &label));
         let object = match (api_version, kind) {
-            ("v1", "Node") => Object::Node(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?)),
-            ("v1", "Pod") => Object::Pod(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?)),
-            ("v1", "Namespace") => Object::Namespace(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?)),
+            ("v1", "Pod") => decoded(decode(&json).map(|p| Object::Pod(Box::new(p))))?,
             ("scheduling.k8s.io/v1", "PriorityClass") => {
-                Object::PriorityClass(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
+                decoded(decode(&json).map(|p| Object::PriorityClass(Box::new(p))))?
             }
-            ("apps/v1", "Deployment") => {
-                Object::Deployment(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
-            }
-            ("apps/v1", "ReplicaSet") => {
-                Object::ReplicaSet(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
-            }
-            ("apps/v1", "StatefulSet") => {
-                Object::StatefulSet(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
-            }
-            ("batch/v1", "Job") => Object::Job(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?)),
-            (engine::gang::API_VERSION, engine::gang::KIND) => {
-                Object::PodGroup(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
-            }
-            (engine::queues::API_VERSION, engine::queues::KIND) => {
-                Object::Queue(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
-            }
-            ("policy/v1", "PodDisruptionBudget") => {
-                Object::PodDisruptionBudget(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
-            }
-            ("v1", "PersistentVolumeClaim") => {
-                Object::PersistentVolumeClaim(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
-            }
-            ("v1", "PersistentVolume") => {
-                Object::PersistentVolume(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
-            }
-            ("storage.k8s.io/v1", "StorageClass") => {
-                Object::StorageClass(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
-            }
-            ("v1", "Service") => Object::Service(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?)),
-            ("storage.k8s.io/v1", "CSINode") => {
-                Object::CsiNode(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
-            }
-            ("resource.k8s.io/v1", "ResourceSlice") => {
-                Object::ResourceSlice(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
-            }
-            ("resource.k8s.io/v1", "DeviceClass") => {
-                Object::DeviceClass(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
-            }
-            ("resource.k8s.io/v1", "ResourceClaim") => {
-                Object::ResourceClaim(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
-            }
+            ("apps/v1", "Deployment") => decoded(decode(&json).map(|d| Object::Deployment(Box::new(d))))?,
+            ("apps/v1", "ReplicaSet") => decoded(decode(&json).map(|r| Object::ReplicaSet(Box::new(r))))?,
+            ("apps/v1", "StatefulSet") => decoded(decode(&json).map(|s| Object::StatefulSet(Box::new(s))))?,
+            ("batch/v1", "Job") => decoded(decode(&json).map(|j| Object::Job(Box::new(j))))?,
             ("resource.k8s.io/v1", "ResourceClaimTemplate") => {
-                Object::ResourceClaimTemplate(Box::new(decode(&json).map_err(|(p, m)| field(&p, m, &label))?))
+                decoded(decode(&json).map(|t| Object::ResourceClaimTemplate(Box::new(t))))?
             }
             (
                 _,
-                "Node"
-                | "Pod"
-                | "Namespace"
-                | "PriorityClass"
-                | "Deployment"
-                | "ReplicaSet"
-                | "StatefulSet"
-                | "Job"
-                | "PodDisruptionBudget"
-                | "ResourceSlice"
-                | "DeviceClass"
-                | "ResourceClaim"
-                | "ResourceClaimTemplate",
+                "Pod" | "PriorityClass" | "Deployment" | "ReplicaSet" | "StatefulSet" | "Job" | "ResourceClaimTemplate",
             ) => {
                 return Err(field(
                     "apiVersion",
@@ -197,8 +211,22 @@ impl Manifests {
                 ));
             }
             _ => {
-                self.ignored.push((source, label));
-                return Ok(());
+                let mut decoder = Decoder { api_version, kind, json: &json, kind_known: false, decoded: None };
+                visit_kinds(&mut decoder);
+                match decoder.decoded {
+                    Some(r) => Object::Cluster(r.map_err(|(p, m)| field(&p, m, &label))?),
+                    None if decoder.kind_known => {
+                        return Err(field(
+                            "apiVersion",
+                            format!("{api_version:?} is not a supported version of {kind}"),
+                            &label,
+                        ));
+                    }
+                    None => {
+                        self.ignored.push((source, label));
+                        return Ok(());
+                    }
+                }
             }
         };
         self.objects.push((source, object));
@@ -304,6 +332,27 @@ mod tests {
         for (name, text, want) in cases {
             let err = load(text).expect_err(name).to_string();
             assert!(err.contains(want), "{name}: {err}");
+        }
+    }
+
+    #[test]
+    fn every_registered_kind_is_read() {
+        struct Docs(Vec<String>);
+        impl KindVisitor for Docs {
+            fn visit<K: Kind>(&mut self) {
+                let (v, k) = (K::Object::api_version(&()), K::Object::kind(&()));
+                self.0.push(format!("apiVersion: {v}\nkind: {k}\nmetadata: {{name: x, namespace: ns}}\n"));
+            }
+        }
+        let mut docs = Docs(Vec::new());
+        visit_kinds(&mut docs);
+        for doc in docs.0 {
+            match load(&doc) {
+                // Not ignored: decoded (controllers as workloads that make
+                // pods), or refused for a missing field of the kind.
+                Ok(m) => assert!(m.ignored.is_empty() && m.objects.len() == 1, "{doc}"),
+                Err(e) => assert!(!e.to_string().contains("apiVersion"), "{doc}: {e}"),
+            }
         }
     }
 }

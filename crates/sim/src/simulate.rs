@@ -22,7 +22,7 @@ use engine::framework::{Binder, Status};
 use engine::model::Pod;
 use engine::profile::{DefaultPlugin, build_profiles};
 use engine::registry::Registry;
-use engine::scheduler::{CycleOutcome, ObjectChange, Scheduler};
+use engine::scheduler::{CycleOutcome, ObjectChange, ReadOptions, Scheduler};
 use engine::time::Millis;
 use k8s_openapi::api::core::v1::Pod as K8sPod;
 use thiserror::Error;
@@ -277,15 +277,15 @@ fn simulate_in_pool(
     }
     sched.set_extenders(opts.extenders.clone());
     let (keep_pods, keep_nodes) = sources_needed(&opts.extenders);
+    let read = ReadOptions { keep_node_objects: keep_nodes };
     let mut now: Millis = u64::try_from(opts.now.as_millisecond()).unwrap_or(0);
     let mut warnings: Vec<String> = Vec::new();
 
     let mut priority_classes: HashMap<String, i32> = HashMap::new();
     let mut global_default: Option<i32> = None;
     let mut pods: Vec<InputPod> = Vec::new();
-    let mut node_names: HashSet<String> = HashSet::new();
-    let mut queue_names: HashSet<String> = HashSet::new();
-    let mut group_names: HashSet<String> = HashSet::new();
+    // Each registered kind's objects by key, with where each was defined.
+    let mut defined: HashMap<(String, String), Source> = HashMap::new();
     let mut namespaces: HashSet<String> = HashSet::new();
     let mut claim_templates: HashMap<String, engine::dra::ClaimTemplate> = HashMap::new();
     for (source, obj) in &manifests.objects {
@@ -293,13 +293,21 @@ fn simulate_in_pool(
             SimError::Manifest(ManifestError::Field { at: source.clone(), object, path, message })
         };
         match obj {
-            Object::Namespace(ns) => {
-                let name = ns.metadata.name.clone().unwrap_or_default();
-                let mut labels = ns.metadata.labels.clone().unwrap_or_default();
-                // The API server sets this label on every namespace.
-                labels.insert(NAMESPACE_NAME_LABEL.into(), name.clone());
-                sched.apply(ObjectChange::Namespace(name.clone(), labels), now);
-                namespaces.insert(name);
+            Object::Cluster(o) => {
+                let label = format!("{} {}", o.kind(), o.key());
+                let change = o.change(read).map_err(|e| field_err(label.clone(), e.path, e.message))?;
+                if let Some(first) = defined.insert((o.kind(), o.key()), source.clone()) {
+                    return Err(field_err(
+                        label,
+                        "metadata.name".into(),
+                        format!("duplicate {} (first defined in {first})", o.kind()),
+                    ));
+                }
+                if let ObjectChange::Namespace(name, _) = &change {
+                    namespaces.insert(name.clone());
+                }
+                sched.apply(change, now);
+                warnings.extend(sched.take_warnings().iter().map(ToString::to_string));
             }
             Object::PriorityClass(pc) => {
                 let name = pc.metadata.name.clone().unwrap_or_default();
@@ -307,23 +315,6 @@ fn simulate_in_pool(
                 if pc.global_default == Some(true) {
                     global_default = Some(pc.value.unwrap_or(0));
                 }
-            }
-            Object::Node(n) => {
-                let mut node = convert::node_from_k8s(n).map_err(|e| {
-                    field_err(format!("Node {}", n.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
-                })?;
-                if keep_nodes {
-                    node.source = serde_json::to_value(n).ok().map(Arc::new);
-                }
-                if !node_names.insert(node.name.clone()) {
-                    return Err(field_err(
-                        format!("Node {}", node.name),
-                        "metadata.name".into(),
-                        "duplicate node".into(),
-                    ));
-                }
-                sched.apply(ObjectChange::Node(Box::new(node)), now);
-                warnings.extend(sched.take_warnings().iter().map(ToString::to_string));
             }
             Object::Pod(p) => pods.push(InputPod {
                 source: source.clone(),
@@ -348,88 +339,6 @@ fn simulate_in_pool(
                 let label = workload_label("Job", &j.metadata);
                 push_expanded(&mut pods, source, label, workloads::expand_job(j))
             }
-            Object::PodGroup(g) => {
-                let group = convert::pod_group_from_object(g).map_err(|e| {
-                    field_err(format!("PodGroup {}", g.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
-                })?;
-                if !group_names.insert(group.key()) {
-                    return Err(field_err(
-                        format!("PodGroup {}", group.key()),
-                        "metadata.name".into(),
-                        "duplicate PodGroup".into(),
-                    ));
-                }
-                sched.apply(ObjectChange::PodGroup(Box::new(group)), now);
-            }
-            Object::Queue(q) => {
-                let queue = convert::queue_from_object(q).map_err(|e| {
-                    field_err(format!("Queue {}", q.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
-                })?;
-                if !queue_names.insert(queue.name.clone()) {
-                    return Err(field_err(
-                        format!("Queue {}", queue.name),
-                        "metadata.name".into(),
-                        "duplicate Queue".into(),
-                    ));
-                }
-                sched.apply(ObjectChange::Queue(Box::new(queue)), now);
-            }
-            Object::PersistentVolumeClaim(c) => {
-                let claim = convert::claim_from_k8s(c).map_err(|e| {
-                    field_err(
-                        format!("PersistentVolumeClaim {}", c.metadata.name.as_deref().unwrap_or("")),
-                        e.path,
-                        e.message,
-                    )
-                })?;
-                sched.apply(ObjectChange::Claim(Box::new(claim)), now);
-            }
-            Object::PersistentVolume(v) => {
-                let volume = convert::volume_from_k8s(v).map_err(|e| {
-                    field_err(
-                        format!("PersistentVolume {}", v.metadata.name.as_deref().unwrap_or("")),
-                        e.path,
-                        e.message,
-                    )
-                })?;
-                sched.apply(ObjectChange::Volume(Box::new(volume)), now);
-            }
-            Object::StorageClass(c) => {
-                let class = convert::class_from_k8s(c).map_err(|e| {
-                    field_err(format!("StorageClass {}", c.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
-                })?;
-                sched.apply(ObjectChange::StorageClass(Box::new(class)), now);
-            }
-            Object::Service(svc) => {
-                let ns = svc.metadata.namespace.clone().unwrap_or_else(|| convert::DEFAULT_NAMESPACE.to_string());
-                let selector = svc.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default();
-                let name = svc.metadata.name.as_deref().unwrap_or_default();
-                sched.apply(ObjectChange::Service(format!("{ns}/{name}"), Some(selector)), now);
-            }
-            Object::CsiNode(c) => {
-                let csi = convert::csi_node_from_k8s(c).map_err(|e| {
-                    field_err(format!("CSINode {}", c.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
-                })?;
-                sched.apply(ObjectChange::CsiNode(Box::new(csi)), now);
-            }
-            Object::ResourceSlice(r) => {
-                let slice = convert::slice_from_k8s(r).map_err(|e| {
-                    field_err(format!("ResourceSlice {}", r.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
-                })?;
-                sched.apply(ObjectChange::Slice(Box::new(slice)), now);
-            }
-            Object::DeviceClass(c) => {
-                let class = convert::device_class_from_k8s(c).map_err(|e| {
-                    field_err(format!("DeviceClass {}", c.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
-                })?;
-                sched.apply(ObjectChange::DeviceClass(Box::new(class)), now);
-            }
-            Object::ResourceClaim(c) => {
-                let claim = convert::resource_claim_from_k8s(c).map_err(|e| {
-                    field_err(format!("ResourceClaim {}", c.metadata.name.as_deref().unwrap_or("")), e.path, e.message)
-                })?;
-                sched.apply(ObjectChange::ResourceClaim(Box::new(claim)), now);
-            }
             Object::ResourceClaimTemplate(t) => {
                 let template = convert::claim_template_from_k8s(t).map_err(|e| {
                     field_err(
@@ -439,16 +348,6 @@ fn simulate_in_pool(
                     )
                 })?;
                 claim_templates.insert(format!("{}/{}", template.namespace, template.name), template);
-            }
-            Object::PodDisruptionBudget(b) => {
-                let pdb = convert::pdb_from_k8s(b).map_err(|e| {
-                    field_err(
-                        format!("PodDisruptionBudget {}", b.metadata.name.as_deref().unwrap_or("")),
-                        e.path,
-                        e.message,
-                    )
-                })?;
-                sched.apply(ObjectChange::Pdb(Box::new(pdb)), now);
             }
         }
     }
@@ -510,7 +409,7 @@ fn simulate_in_pool(
     // Pods imply their namespaces, as a cluster would have them.
     for pod in &converted {
         if namespaces.insert(pod.namespace.clone()) {
-            let labels = [(NAMESPACE_NAME_LABEL.to_string(), pod.namespace.clone())].into();
+            let labels = [(convert::NAMESPACE_NAME_LABEL.to_string(), pod.namespace.clone())].into();
             sched.apply(ObjectChange::Namespace(pod.namespace.clone(), labels), now);
         }
     }
@@ -694,7 +593,6 @@ fn best_score(record: &DecisionRecord) -> Option<f64> {
 }
 
 const GPU: &str = "nvidia.com/gpu";
-const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 fn usage(sched: &Scheduler) -> Vec<NodeUsage> {
     let mut snap = engine::cache::Snapshot::new();

@@ -47,6 +47,8 @@ pub use volumes::{claim_from_k8s, class_from_k8s, csi_node_from_k8s, volume_from
 
 /// `metadata.namespace` when a manifest leaves it out.
 pub const DEFAULT_NAMESPACE: &str = "default";
+/// The label the API server sets on every namespace: its name.
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 /// `spec.schedulerName` when a manifest leaves it out.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 /// Priorities of the two built-in priority classes, used when a pod names

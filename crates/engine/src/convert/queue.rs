@@ -184,6 +184,8 @@ pub fn queue_from_object(obj: &QueueObject) -> Result<Queue, ConvertError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube_core::Resource;
+    use serde_json::json;
 
     fn convert(yaml: &str) -> Result<Queue, ConvertError> {
         let obj: QueueObject = serde_yaml_ng::from_str(yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
@@ -247,5 +249,24 @@ mod tests {
             let err = convert(yaml).expect_err(yaml);
             assert_eq!((err.path.as_str(), err.message.as_str()), (path, message), "{yaml}");
         }
+    }
+
+    #[test]
+    fn live_queues_convert_leniently() {
+        let v = json!({
+            "apiVersion": "gpu-scheduler.io/v1alpha1", "kind": "Queue",
+            "metadata": {"name": "team-a", "uid": "u1"},
+            "spec": {"parent": "root", "quota": {"nvidia.com/gpu": 8}, "weight": 2, "futureField": true},
+            "status": {"admitted": 3}
+        });
+        let r: QueueObject = serde_json::from_value(v).unwrap_or_default();
+        let q = queue_from_object(&r).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (q.name.as_str(), q.parent.as_deref(), q.quota.get("nvidia.com/gpu"), q.weight),
+            ("team-a", Some("root"), Some(&8000), 2.0)
+        );
+        assert_eq!(QueueObject::url_path(&(), None), "/apis/gpu-scheduler.io/v1alpha1/queues");
+        assert_eq!(crate::queues::API_VERSION, QueueObject::api_version(&()));
+        assert_eq!(crate::queues::KIND, QueueObject::kind(&()));
     }
 }

@@ -39,13 +39,13 @@
 //!   its devices (`assign_devices`).
 
 pub mod capability;
-mod change;
 mod evictions;
 mod gang;
+pub mod kinds;
 mod nominator;
 mod profiles;
 
-pub use change::ObjectChange;
+pub use kinds::{Kind, KindVisitor, ObjectChange, ReadOptions, key, visit_kinds};
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
