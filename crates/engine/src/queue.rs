@@ -122,6 +122,9 @@ pub struct SchedulingQueue {
     /// (wake_at, seq, uid) of unschedulable pods with a timed retry; stale
     /// entries are skipped as in `backoff`.
     wakeups: BinaryHeap<Reverse<(Millis, u64, String)>>,
+    /// Pods a PreEnqueue plugin held back (scheduling gates), outside the
+    /// queue until they change or the configuration does.
+    gated: HashMap<String, PodRef>,
 }
 
 /// How often the unschedulable pool is scanned for pods past the flush interval.
@@ -143,6 +146,7 @@ impl SchedulingQueue {
             move_request_cycle: 0,
             last_leftover_scan: 0,
             wakeups: BinaryHeap::new(),
+            gated: HashMap::new(),
         }
     }
 
@@ -191,8 +195,25 @@ impl SchedulingQueue {
         self.place.is_empty()
     }
 
-    /// A new pending pod.
+    /// A pod a PreEnqueue plugin holds back: out of the queue, kept aside.
+    pub fn gate(&mut self, pod: PodRef) {
+        self.delete(&pod.uid);
+        self.gated.insert(pod.uid.clone(), pod);
+    }
+
+    /// Pods held back by PreEnqueue plugins.
+    pub fn gated_pods(&self) -> impl Iterator<Item = &PodRef> {
+        self.gated.values()
+    }
+
+    /// Takes every gated pod, to be offered again.
+    pub fn take_gated(&mut self) -> Vec<PodRef> {
+        self.gated.drain().map(|(_, p)| p).collect()
+    }
+
+    /// A new pending pod (a gated one is no longer held back).
     pub fn add(&mut self, pod: PodRef, now: Millis) {
+        self.gated.remove(&pod.uid);
         if self.place.contains_key(&pod.uid) {
             self.update(pod, now);
             return;
@@ -246,6 +267,7 @@ impl SchedulingQueue {
 
     /// The pod was deleted or bound elsewhere.
     pub fn delete(&mut self, uid: &str) {
+        self.gated.remove(uid);
         let old = self.place.get(uid).copied();
         self.set_place(uid, None);
         match old {

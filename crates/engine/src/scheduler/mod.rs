@@ -246,8 +246,6 @@ pub struct Scheduler {
     snapshot: Snapshot,
     queue: SchedulingQueue,
     algorithm: Algorithm,
-    /// Pods held back by a PreEnqueue plugin (e.g. scheduling gates).
-    gated: HashMap<String, PodRef>,
     /// HTTP (or other) extenders, after the plugins; see [`Extender`].
     extenders: Vec<Arc<dyn Extender>>,
     /// Every fact warning reported so far: each is reported once.
@@ -260,10 +258,6 @@ pub struct Scheduler {
     decided: VecDeque<CycleOutcome>,
     /// Pending pods nominated to a node, which other pods leave room for.
     nominator: Nominator,
-    /// Pending pods naming one of our schedulerNames that no profile's
-    /// podSelector takes (another scheduler's canary): a reconfiguration
-    /// may make them ours.
-    unclaimed: HashMap<String, PodRef>,
     /// What the scheduler keeps across cycles beyond the cache, each part
     /// in its own capability ([`capability`]), in hook order.
     capabilities: Vec<Box<dyn Capability>>,
@@ -335,12 +329,10 @@ impl Scheduler {
                 cfg.pod_max_backoff_seconds.saturating_mul(1000),
             ),
             algorithm: Algorithm::new(cfg.percentage_of_nodes_to_score, seed),
-            gated: HashMap::new(),
             extenders: Vec::new(),
             gangs: Gangs::default(),
             decided: VecDeque::new(),
             nominator: Nominator::default(),
-            unclaimed: HashMap::new(),
             capabilities,
             evictions: evictions::Evictions::default(),
         })
@@ -402,13 +394,11 @@ impl Scheduler {
             if self.profile_for(&pod).is_none() {
                 self.queue.delete(&pod.uid);
                 self.left_queue(&pod.uid);
-                if self.profiles.has_name(&pod.scheduler_name) {
-                    self.unclaimed.insert(pod.uid.clone(), pod);
-                }
+                self.profiles.set_aside(pod);
             }
         }
-        let again: Vec<PodRef> =
-            self.gated.drain().map(|(_, p)| p).chain(self.unclaimed.drain().map(|(_, p)| p)).collect();
+        let mut again = self.queue.take_gated();
+        again.extend(self.profiles.take_unclaimed());
         for pod in again {
             self.on_pod_upsert(Pod::clone(&pod), now);
         }
@@ -444,7 +434,7 @@ impl Scheduler {
 
     /// Pods held back by PreEnqueue plugins.
     pub fn gated_pods(&self) -> impl Iterator<Item = &PodRef> {
-        self.gated.values()
+        self.queue.gated_pods()
     }
 
     /// Whether one of our profiles takes the pod: it names the profile's
@@ -547,8 +537,7 @@ impl Scheduler {
         let pod = Arc::new(pod);
         if pod.node_name.is_some() {
             self.queue.delete(&pod.uid);
-            self.gated.remove(&pod.uid);
-            self.unclaimed.remove(&pod.uid);
+            self.profiles.forget(&pod.uid);
             self.left_queue(&pod.uid);
             if let Some(key) = pod.group_key() {
                 self.gangs.touch(&key);
@@ -575,12 +564,10 @@ impl Scheduler {
             return;
         }
         let Some(profile) = self.profile_for(&pod).cloned() else {
-            if self.profiles.has_name(&pod.scheduler_name) {
-                self.unclaimed.insert(pod.uid.clone(), pod);
-            }
+            self.profiles.set_aside(pod);
             return;
         };
-        self.unclaimed.remove(&pod.uid);
+        self.profiles.forget(&pod.uid);
         if self.queue.parked_pod(&pod.uid).is_some_and(|queued| **queued == *pod) {
             // Nothing the scheduler reads changed (often our own status
             // write coming back): no event, no new try.
@@ -595,12 +582,10 @@ impl Scheduler {
         for p in &profile.pre_enqueue {
             let Some(pe) = p.as_pre_enqueue() else { continue };
             if !pe.pre_enqueue(&pod).is_success() {
-                self.queue.delete(&pod.uid);
-                self.gated.insert(pod.uid.clone(), pod);
+                self.queue.gate(pod);
                 return;
             }
         }
-        self.gated.remove(&pod.uid);
         self.nominator.record(&pod);
         let entered = !self.queue.contains(&pod.uid);
         let cx = Context { snapshot: &self.snapshot, namespaces: self.cache.namespaces() };
@@ -840,15 +825,13 @@ impl Scheduler {
     /// the pod landed.
     pub fn on_unassigned_pod_delete(&mut self, uid: &str) {
         self.queue.delete(uid);
-        self.gated.remove(uid);
-        self.unclaimed.remove(uid);
+        self.profiles.forget(uid);
         self.left_queue(uid);
     }
 
     pub fn on_pod_delete(&mut self, uid: &str, now: Millis) {
         self.queue.delete(uid);
-        self.gated.remove(uid);
-        self.unclaimed.remove(uid);
+        self.profiles.forget(uid);
         self.left_queue(uid);
         let ready = self.evictions.forget(uid);
         if !ready.is_empty() {

@@ -1,12 +1,13 @@
 //! The profiles a scheduler runs and how a pod finds its own: by
 //! schedulerName, then the first matching `podSelector` (canary profiles);
-//! and each profile as its `policySwitch` rule in force makes it, with the
-//! changes of rule kept for the driver.
+//! the pods that name one of ours but no podSelector takes, for a new
+//! configuration to claim; and each profile as its `policySwitch` rule in
+//! force makes it, with the changes of rule kept for the driver.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::model::Pod;
+use crate::model::{Pod, PodRef};
 use crate::node_info::Load;
 use crate::policy_switch::PolicySwitched;
 use crate::profile::Profile;
@@ -20,12 +21,16 @@ pub(super) struct Profiles {
     active: Vec<Option<usize>>,
     /// Rule changes not yet taken by the driver.
     switches: Vec<PolicySwitched>,
+    /// Pending pods naming one of our schedulerNames that no profile's
+    /// podSelector takes (another scheduler's canary): a reconfiguration
+    /// may make them ours.
+    unclaimed: HashMap<String, PodRef>,
 }
 
 impl Profiles {
     pub(super) fn new(list: Vec<Arc<Profile>>) -> Self {
         let active = vec![None; list.len()];
-        Profiles { by_name: by_name(&list), list, active, switches: Vec::new() }
+        Profiles { by_name: by_name(&list), list, active, switches: Vec::new(), unclaimed: HashMap::new() }
     }
 
     pub(super) fn list(&self) -> &[Arc<Profile>] {
@@ -47,6 +52,23 @@ impl Profiles {
 
     pub(super) fn for_pod(&self, pod: &Pod) -> Option<&Arc<Profile>> {
         self.index_for(pod).map(|i| &self.list[i])
+    }
+
+    /// Keeps a pending pod no profile takes if it names one of ours.
+    pub(super) fn set_aside(&mut self, pod: PodRef) {
+        if self.has_name(&pod.scheduler_name) {
+            self.unclaimed.insert(pod.uid.clone(), pod);
+        }
+    }
+
+    /// The pod is taken by a profile, or gone.
+    pub(super) fn forget(&mut self, uid: &str) {
+        self.unclaimed.remove(uid);
+    }
+
+    /// Takes the pods set aside, to be offered again.
+    pub(super) fn take_unclaimed(&mut self) -> Vec<PodRef> {
+        self.unclaimed.drain().map(|(_, p)| p).collect()
     }
 
     /// Swaps in reloaded profiles; an active rule stays active if the new
