@@ -24,19 +24,11 @@ pub const API_VERSION: &str = "gpu-scheduler.io/v1alpha1";
 pub const KIND: &str = "GpuSchedulerConfiguration";
 pub const DEFAULT_SCHEDULER_NAME: &str = "gpu-scheduler";
 
-pub use gpu_scheduler_model::bounds::MIN_DURATION;
+pub use gpu_scheduler_model::bounds::{MAX_SECONDS, MAX_WEIGHT, MIN_DURATION, WEIGHT};
 pub use gpu_scheduler_model::field::ConfigError;
-
-/// The longest duration in whole seconds (`...Seconds` fields), as Go
-/// multiplies them by `time.Second`.
-pub const MAX_SECONDS: u64 = crate::bounds::MAX_DURATION.as_secs();
 
 /// The most a Lease can hold: its `leaseDurationSeconds` is an int32.
 pub const MAX_LEASE: Duration = Duration::from_secs(i32::MAX as u64);
-
-/// A score plugin's or extender's weight at most: kube-scheduler's int32
-/// weights. Scores times weights stay exact far below this, even summed.
-pub const MAX_WEIGHT: f64 = i32::MAX as f64;
 
 /// Client rate limits: `qps` 0 (no limit) or in this range, `burst` up to
 /// [`MAX_BURST`], so that the token bucket (whose period is 1/qps, and
@@ -588,9 +580,6 @@ impl Configuration {
         Ok(())
     }
 }
-
-/// A score weight: positive, at most [`MAX_WEIGHT`].
-pub const WEIGHT: crate::bounds::Interval = crate::bounds::Interval::above(0.0, MAX_WEIGHT);
 
 fn check_percentage(path: &str, v: u32) -> Result<(), ConfigError> {
     if v > 100 {

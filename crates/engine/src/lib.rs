@@ -19,6 +19,7 @@
 
 // The object model and the cluster state live below the engine, in crates
 // of their own; their modules are re-exported under their old names.
+pub use gpu_scheduler_framework::{framework, instrument, registry};
 pub use gpu_scheduler_model::{bounds, disruption, model, quantity, resources, selectors, time};
 pub use gpu_scheduler_state::{cache, devices, dra, facts, gang, node_info, policy_switch, queues, testing, volumes};
 
@@ -28,11 +29,8 @@ pub mod convert;
 pub mod explain;
 pub mod extender;
 pub mod forecast;
-pub mod framework;
-pub mod instrument;
 pub mod profile;
 pub mod queue;
-pub mod registry;
 pub mod scheduler;
 pub mod spot_drain;
 pub mod starvation;

@@ -20,33 +20,9 @@ use crate::devices::GpuPlacement;
 use crate::framework::Plugin;
 use crate::model::LabelSelector;
 use crate::policy_switch::PolicySwitchConfig;
+pub use crate::registry::DefaultPlugin;
 use crate::registry::Registry;
 use crate::starvation::StarvationGuardConfig;
-
-/// A plugin the default profile enables at every point it implements, with
-/// its score weight. Weight 0 enables it everywhere but Score (users
-/// cannot write 0: enabling it for Score without a weight gives 1).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct DefaultPlugin {
-    pub name: &'static str,
-    pub weight: f64,
-    /// Args the default profile gives the plugin (a JSON object), under
-    /// the profile's own `pluginConfig` args for it, field by field, as
-    /// kube-scheduler defaults args. They belong to the default list: a
-    /// profile whose `multiPoint` disables the plugin (or `*`) does not
-    /// get them, even if it enables the plugin again.
-    pub args: Option<&'static str>,
-}
-
-impl DefaultPlugin {
-    pub const fn new(name: &'static str, weight: f64) -> Self {
-        DefaultPlugin { name, weight, args: None }
-    }
-
-    pub const fn with_args(self, args: &'static str) -> Self {
-        DefaultPlugin { args: Some(args), ..self }
-    }
-}
 
 pub type PluginRef = Arc<dyn Plugin>;
 

@@ -11,6 +11,17 @@ use crate::go_duration;
 
 pub use crate::go_duration::MAX_DURATION;
 
+/// The longest duration in whole seconds (`...Seconds` fields), as Go
+/// multiplies them by `time.Second`.
+pub const MAX_SECONDS: u64 = MAX_DURATION.as_secs();
+
+/// A score plugin's or extender's weight at most: kube-scheduler's int32
+/// weights. Scores times weights stay exact far below this, even summed.
+pub const MAX_WEIGHT: f64 = i32::MAX as f64;
+
+/// A score weight: positive, at most [`MAX_WEIGHT`].
+pub const WEIGHT: Interval = Interval::above(0.0, MAX_WEIGHT);
+
 /// The shortest duration a field that must be positive accepts.
 pub const MIN_DURATION: Duration = Duration::from_nanos(1);
 

@@ -4,8 +4,8 @@
 //! itself (a node that changed since the last cycle).
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use engine::framework::CycleState;
-use engine::testing::{node, pod};
+use framework::framework::CycleState;
+use framework::testing::{node, pod};
 use serde_json::json;
 
 fn rules(c: &mut Criterion) {
@@ -36,7 +36,7 @@ fn rules(c: &mut Criterion) {
         ("filter+score/5 rules", five),
     ] {
         let plugin = gpu_scheduler_plugins::cel_rules::new(Some(&json!({ "rules": args }))).unwrap();
-        let snap = engine::cache::Snapshot::from_parts(vec![info.node.clone()], vec![]);
+        let snap = framework::cache::Snapshot::from_parts(vec![info.node.clone()], vec![]);
         if let Some(pf) = plugin.as_pre_filter() {
             let _ = pf.pre_filter(&mut state, &p, &snap);
         }

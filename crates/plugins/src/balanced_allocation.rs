@@ -23,10 +23,10 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeList, NodeView};
-use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
-use engine::model::Pod;
-use engine::registry::{ArgsError, decode_args};
+use framework::cache::{NodeList, NodeView};
+use framework::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
+use framework::model::Pod;
+use framework::registry::{ArgsError, decode_args};
 use serde::Deserialize;
 
 use crate::resource_allocation::{ResourceAllocationScorer, ResourceSpecArgs, Usage, resources_from_args};
@@ -200,16 +200,16 @@ impl ScorePlugin for BalancedAllocation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::cache::Snapshot;
-    use engine::framework::Code;
-    use engine::testing::{node, pod};
+    use framework::cache::Snapshot;
+    use framework::framework::Code;
+    use framework::testing::{node, pod};
     use serde_json::json;
 
     /// Scores of `pod` on each node (sorted by name), or None when PreScore skips.
     fn scores(
         args: Option<serde_json::Value>,
         pod: &Pod,
-        nodes: Vec<engine::model::Node>,
+        nodes: Vec<framework::model::Node>,
         existing: Vec<Arc<Pod>>,
     ) -> Option<Vec<i64>> {
         let pl = new(args.as_ref()).unwrap();
@@ -269,7 +269,7 @@ mod tests {
             name: &'static str,
             args: Option<serde_json::Value>,
             pod: Pod,
-            nodes: Vec<engine::model::Node>,
+            nodes: Vec<framework::model::Node>,
             existing: Vec<Arc<Pod>>,
             want: Option<Vec<i64>>,
         }

@@ -38,15 +38,15 @@ use cel::common::types::CelInt;
 use cel::common::value::{CowVal, Val};
 use cel::context::VariableResolver;
 use cel::{Context, Env, ExecutionError, Program, Value};
-use engine::cache::{NodeList, NodeView, Snapshot};
-use engine::framework::{
+use framework::cache::{NodeList, NodeView, Snapshot};
+use framework::framework::{
     ClusterEvent, CycleState, EventResource, FilterPlugin, MAX_NODE_SCORE, Plugin, PreFilterPlugin, PreFilterResult,
     PreScorePlugin, ScorePlugin, Status,
 };
-use engine::model::{Labels, Pod};
-use engine::node_info::NodeInfo;
-use engine::registry::{ArgsError, decode_args};
-use engine::resources::Resources;
+use framework::model::{Labels, Pod};
+use framework::node_info::NodeInfo;
+use framework::registry::{ArgsError, decode_args};
+use framework::resources::Resources;
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "CelRules";
@@ -155,13 +155,13 @@ impl CelRules {
                         ));
                     }
                     let weight = r.weight.unwrap_or(1.0);
-                    if !engine::config::WEIGHT.contains(weight) {
+                    if !framework::bounds::WEIGHT.contains(weight) {
                         return Err(ArgsError::new(
                             at("weight"),
                             format!(
                                 "rule {name:?}: must be in {}, got {}",
-                                engine::config::WEIGHT,
-                                engine::bounds::show(weight)
+                                framework::bounds::WEIGHT,
+                                framework::bounds::show(weight)
                             ),
                         ));
                     }
@@ -578,7 +578,7 @@ impl Samples {
         let sample_facts: BTreeMap<String, f64> = [("temperature".to_string(), 70.0)].into();
         let no_facts = BTreeMap::new();
         let mut requests = Resources::new(1000, 1 << 30);
-        requests.set(engine::facts::GPU_RESOURCE, 1);
+        requests.set(framework::facts::GPU_RESOURCE, 1);
         let pod = to_val(&PodVar {
             name: "sample",
             namespace: "default",
@@ -589,7 +589,7 @@ impl Samples {
         });
         let mut allocatable = Resources::new(8000, 64 << 30);
         allocatable.allowed_pod_number = 110;
-        allocatable.set(engine::facts::GPU_RESOURCE, 8);
+        allocatable.set(framework::facts::GPU_RESOURCE, 8);
         let full = NodeVar {
             name: "full",
             labels: &labels,
@@ -701,8 +701,8 @@ fn position(source: &str, word: &str) -> Option<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::facts::{ANNOTATION_SPOT_EXPIRY, ANNOTATION_TEMPERATURE, LABEL_DISK_TYPE, LABEL_GPU_MODEL};
-    use engine::testing::{node, pod};
+    use framework::facts::{ANNOTATION_SPOT_EXPIRY, ANNOTATION_TEMPERATURE, LABEL_DISK_TYPE, LABEL_GPU_MODEL};
+    use framework::testing::{node, pod};
     use serde_json::json;
 
     fn rules(rules: serde_json::Value) -> Result<Arc<dyn Plugin>, ArgsError> {
@@ -779,7 +779,7 @@ mod tests {
             (
                 "taints are a list of maps",
                 "!node.taints.exists(t, t.key == 'dedicated' && t.effect == 'NoSchedule')",
-                node("n").taint("dedicated", "training", engine::model::TaintEffect::NoSchedule).info(),
+                node("n").taint("dedicated", "training", framework::model::TaintEffect::NoSchedule).info(),
                 &web,
                 false,
             ),

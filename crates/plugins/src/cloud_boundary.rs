@@ -16,14 +16,14 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use engine::cache::{NodeView, Snapshot};
-use engine::facts::{Cloud, LABEL_DATA_CLASS, service_identity};
-use engine::framework::{
+use framework::cache::{NodeView, Snapshot};
+use framework::facts::{Cloud, LABEL_DATA_CLASS, service_identity};
+use framework::framework::{
     ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult,
     Status,
 };
-use engine::model::Pod;
-use engine::registry::ArgsError;
+use framework::model::Pod;
+use framework::registry::ArgsError;
 
 use crate::helper::decode_no_args;
 
@@ -122,9 +122,9 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::facts::LABEL_CLOUD;
-    use engine::framework::Code;
-    use engine::testing::{node, pod};
+    use framework::facts::LABEL_CLOUD;
+    use framework::framework::Code;
+    use framework::testing::{node, pod};
 
     /// (name, pod, pods running, verdicts on priv / pub / none)
     type Case = (&'static str, Pod, Vec<Arc<Pod>>, [(Code, String); 3]);

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use engine::framework::{BindPlugin, Binder, ClusterEvent, CycleState, Plugin, Status};
-use engine::model::Pod;
-use engine::registry::ArgsError;
+use framework::framework::{BindPlugin, Binder, ClusterEvent, CycleState, Plugin, Status};
+use framework::model::Pod;
+use framework::registry::ArgsError;
 
 use crate::helper::decode_no_args;
 
@@ -51,8 +51,8 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::framework::Code;
-    use engine::testing::pod;
+    use framework::framework::Code;
+    use framework::testing::pod;
     use std::sync::Mutex;
 
     struct Recorder {

@@ -27,14 +27,14 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use engine::cache::Snapshot;
-use engine::disruption::{Pdb, split_by_violation};
-use engine::explain::{PreemptionCandidate, PreemptionRecord};
-use engine::framework::{
+use framework::cache::Snapshot;
+use framework::disruption::{Pdb, split_by_violation};
+use framework::framework::{
     ClusterEvent, Code, CycleState, Plugin, PostFilterContext, PostFilterPlugin, PostFilterResult, Status,
 };
-use engine::model::{Pod, PodRef, PreemptionPolicy};
-use engine::registry::{ArgsError, decode_args};
+use framework::framework::{PreemptionCandidate, PreemptionRecord};
+use framework::model::{Pod, PodRef, PreemptionPolicy};
+use framework::registry::{ArgsError, decode_args};
 use rayon::prelude::*;
 use serde::Deserialize;
 
@@ -388,17 +388,17 @@ impl PostFilterPlugin for DefaultPreemption {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::disruption::Budget;
-    use engine::framework::FilterPlugin;
-    use engine::model::{LabelSelector, Node};
-    use engine::testing::{node, pod};
+    use framework::disruption::Budget;
+    use framework::framework::FilterPlugin;
+    use framework::model::{LabelSelector, Node};
+    use framework::testing::{node, pod};
 
     const GIB: i64 = 1 << 30;
 
     /// Preempts for `preemptor` on `nodes` with NodeResourcesFit as the
     /// only filter; every node that rejects the pod is a potential node.
     fn preempt(nodes: Vec<Node>, pods: Vec<PodRef>, pdbs: Vec<Pdb>, preemptor: &Pod) -> PostFilterResult {
-        let mut cache = engine::cache::Cache::new();
+        let mut cache = framework::cache::Cache::new();
         for n in nodes {
             cache.upsert_node(n);
         }
@@ -421,7 +421,7 @@ mod tests {
         let filters = [("NodeResourcesFit", filter)];
         let rejected: Vec<(usize, Status)> = (0..snap.nodes().len())
             .filter_map(|i| {
-                engine::framework::run_filters(&filters, &state, preemptor, &snap.view(i)).err().map(|s| (i, s))
+                framework::framework::run_filters(&filters, &state, preemptor, &snap.view(i)).err().map(|s| (i, s))
             })
             .collect();
         let ctx = PostFilterContext { snapshot: &snap, rejected: &rejected, filters: &filters };

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeList, NodeView};
-use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
-use engine::model::Pod;
-use engine::registry::{ArgsError, decode_args};
+use framework::cache::{NodeList, NodeView};
+use framework::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
+use framework::model::Pod;
+use framework::registry::{ArgsError, decode_args};
 use serde::Deserialize;
 
 use crate::helper::skip_if;
@@ -91,8 +91,8 @@ impl ScorePlugin for DiskType {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::facts::LABEL_DISK_TYPE;
-    use engine::testing::{node, pod};
+    use framework::facts::LABEL_DISK_TYPE;
+    use framework::testing::{node, pod};
 
     #[test]
     fn score_table() {
@@ -119,7 +119,7 @@ mod tests {
 
     #[test]
     fn skips_without_ssd_nodes() {
-        use engine::cache::Snapshot;
+        use framework::cache::Snapshot;
         let p = new(None).unwrap();
         for (nodes, skip) in [
             (vec![node("a").label(LABEL_DISK_TYPE, "hdd").build()], true),

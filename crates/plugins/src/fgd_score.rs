@@ -1,6 +1,6 @@
 //! FgdScore: the FGD paper's score (Weng et al., "Beware of Fragmentation",
 //! ATC '23) as the paper's simulator computes it, a reference to compare
-//! placements against ([`engine::devices::fgd`] has the details), not the
+//! placements against ([`framework::devices::fgd`] has the details), not the
 //! product's GpuFragmentation. Active when the profile's `gpuPlacement` is
 //! `fgd`; the devices inside the chosen node are then picked the same way.
 //!
@@ -13,12 +13,12 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use engine::cache::{NodeList, NodeView};
-use engine::devices::fgd::FgdShapes;
-use engine::devices::{GpuKind, GpuPlacement, TypicalShapes};
-use engine::framework::{ClusterEvent, CycleState, Plugin, PreScorePlugin, ScorePlugin, Status};
-use engine::model::Pod;
-use engine::registry::ArgsError;
+use framework::cache::{NodeList, NodeView};
+use framework::devices::fgd::FgdShapes;
+use framework::devices::{GpuKind, GpuPlacement, TypicalShapes};
+use framework::framework::{ClusterEvent, CycleState, Plugin, PreScorePlugin, ScorePlugin, Status};
+use framework::model::Pod;
+use framework::registry::ArgsError;
 
 use crate::helper::{decode_no_args, skip_if};
 
@@ -115,14 +115,14 @@ impl ScorePlugin for FgdScore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::cache::Snapshot;
-    use engine::devices::{DeviceSet, GpuRequest};
-    use engine::facts::GPU_RESOURCE;
-    use engine::testing::{node, pod};
+    use framework::cache::Snapshot;
+    use framework::devices::{DeviceSet, GpuRequest};
+    use framework::facts::GPU_RESOURCE;
+    use framework::testing::{node, pod};
 
     /// A snapshot of 4-GPU nodes with shares on them, having seen `seen`.
     fn cluster(nodes: &[(&str, &[(u32, &str)])], seen: &[GpuRequest]) -> Snapshot {
-        let mut cache = engine::cache::Cache::new();
+        let mut cache = framework::cache::Cache::new();
         for (name, shares) in nodes {
             cache.upsert_node(node(name).capacity(64_000, 256 << 30).resource(GPU_RESOURCE, 4).build());
             for (i, (milli, d)) in shares.iter().enumerate() {

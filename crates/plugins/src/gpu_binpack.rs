@@ -9,11 +9,11 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeList, NodeView};
-use engine::devices::{GpuPlacement, MILLI_PER_GPU};
-use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
-use engine::model::Pod;
-use engine::registry::ArgsError;
+use framework::cache::{NodeList, NodeView};
+use framework::devices::{GpuPlacement, MILLI_PER_GPU};
+use framework::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
+use framework::model::Pod;
+use framework::registry::ArgsError;
 
 use crate::helper::{decode_no_args, skip_if};
 
@@ -81,10 +81,10 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::cache::Snapshot;
-    use engine::devices::{DeviceSet, GpuRequest};
-    use engine::facts::GPU_RESOURCE;
-    use engine::testing::{node, pod};
+    use framework::cache::Snapshot;
+    use framework::devices::{DeviceSet, GpuRequest};
+    use framework::facts::GPU_RESOURCE;
+    use framework::testing::{node, pod};
 
     #[test]
     fn score_table() {

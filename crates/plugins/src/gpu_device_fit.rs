@@ -10,15 +10,15 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeView, Snapshot};
-use engine::devices::frag::fits;
-use engine::devices::{GpuKind, GpuRequest};
-use engine::framework::{
+use framework::cache::{NodeView, Snapshot};
+use framework::devices::frag::fits;
+use framework::devices::{GpuKind, GpuRequest};
+use framework::framework::{
     ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult,
     Status,
 };
-use engine::model::Pod;
-use engine::registry::ArgsError;
+use framework::model::Pod;
+use framework::registry::ArgsError;
 
 use crate::helper::{decode_no_args, skip_if};
 
@@ -97,11 +97,11 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::devices::{DeviceSet, LABEL_GPU_MEMORY};
-    use engine::facts::{GPU_RESOURCE, LABEL_GPU_MODEL};
-    use engine::framework::Code;
-    use engine::node_info::NodeInfo;
-    use engine::testing::{node, pod};
+    use framework::devices::{DeviceSet, LABEL_GPU_MEMORY};
+    use framework::facts::{GPU_RESOURCE, LABEL_GPU_MODEL};
+    use framework::framework::Code;
+    use framework::node_info::NodeInfo;
+    use framework::testing::{node, pod};
 
     /// A 4-GPU a100 node (16 GiB each) holding a whole GPU on device 0 and
     /// a 600 share on device 1.

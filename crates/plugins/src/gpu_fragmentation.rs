@@ -8,7 +8,7 @@
 //! Four changes to FGD, each measured on Alibaba's trace (docs/BENCHMARKS.md):
 //!
 //! - a share goes first where its gap balances the cluster's gaps best
-//!   (`gapBalance`, on by default; [`engine::devices::gaps`]): the
+//!   (`gapBalance`, on by default; [`framework::devices::gaps`]): the
 //!   Sum-of-Squares rule of online bin packing over the gaps counted by
 //!   what the frequent share sizes can fill of them. Among the nodes that
 //!   balance equally well (a free device balances alike on every node that
@@ -19,7 +19,7 @@
 //!   partly used devices that no mix of typical share sizes fills, where
 //!   FGD's (`measure: Fgd`) asks only whether one more pod fits;
 //! - a pod that also fits elsewhere leaves alone the nodes of the types
-//!   that the pods which fit nothing else will need ([`engine::devices::kept`]:
+//!   that the pods which fit nothing else will need ([`framework::devices::kept`]:
 //!   the GPU models that constrained shapes name, the nodes big enough
 //!   for the largest shapes): those rank below every other node;
 //! - nodes within `bandThousandths` of fragmentation of each other score
@@ -41,14 +41,14 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeList, NodeView};
-use engine::devices::frag::{Measure, placement_effect};
-use engine::devices::gaps::GapBalance;
-use engine::devices::kept::KeptTypes;
-use engine::devices::{DeviceSet, GpuKind, GpuPlacement, GpuRequest, MILLI_PER_GPU, TypicalShapes};
-use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
-use engine::model::Pod;
-use engine::registry::{ArgsError, decode_args};
+use framework::cache::{NodeList, NodeView};
+use framework::devices::frag::{Measure, placement_effect};
+use framework::devices::gaps::GapBalance;
+use framework::devices::kept::KeptTypes;
+use framework::devices::{DeviceSet, GpuKind, GpuPlacement, GpuRequest, MILLI_PER_GPU, TypicalShapes};
+use framework::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
+use framework::model::Pod;
+use framework::registry::{ArgsError, decode_args};
 use serde::Deserialize;
 
 use crate::helper::skip_if;
@@ -119,7 +119,7 @@ fn split_gap_score(raw: i64) -> (i64, i64) {
 /// Gap costs are clamped to ±`COST_LIMIT` (a share that does not fit costs
 /// it), so that a gap-balanced score stays within ±`TIER_SCALE / 4`.
 const COST_LIMIT: i64 = 1_000_000_000;
-/// Nodes of a type kept for other pods ([`engine::devices::kept`]) rank
+/// Nodes of a type kept for other pods ([`framework::devices::kept`]) rank
 /// below every other node: their raw score is `TIER_SCALE` lower.
 const TIER_SCALE: i64 = 4 * COST_LIMIT * GAP_SCALE;
 
@@ -314,15 +314,15 @@ impl ScorePlugin for GpuFragmentation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::cache::Snapshot;
-    use engine::devices::GpuRequest;
-    use engine::facts::{GPU_RESOURCE, LABEL_GPU_MODEL};
-    use engine::framework::Code;
-    use engine::testing::{node, pod};
+    use framework::cache::Snapshot;
+    use framework::devices::GpuRequest;
+    use framework::facts::{GPU_RESOURCE, LABEL_GPU_MODEL};
+    use framework::framework::Code;
+    use framework::testing::{node, pod};
 
     /// A snapshot of 4-GPU nodes with shares on them, having seen `seen`.
     fn cluster(nodes: &[(&str, &[(u32, &str)])], seen: &[GpuRequest]) -> Snapshot {
-        let mut cache = engine::cache::Cache::new();
+        let mut cache = framework::cache::Cache::new();
         for (name, shares) in nodes {
             cache.upsert_node(node(name).capacity(64_000, 256 << 30).resource(GPU_RESOURCE, 4).build());
             for (i, (milli, d)) in shares.iter().enumerate() {
@@ -501,7 +501,7 @@ mod tests {
     /// would fragment less; a pod naming T4 is not kept from it.
     #[test]
     fn nodes_kept_for_constrained_shapes_rank_last() {
-        let mut cache = engine::cache::Cache::new();
+        let mut cache = framework::cache::Cache::new();
         for (name, model) in [("t4", "T4"), ("v100-a", "V100"), ("v100-b", "V100")] {
             let n = node(name).capacity(64_000, 256 << 30).resource(GPU_RESOURCE, 4).label(LABEL_GPU_MODEL, model);
             cache.upsert_node(n.build());

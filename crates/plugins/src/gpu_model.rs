@@ -10,11 +10,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use engine::cache::{NodeList, NodeView};
-use engine::facts::LABEL_WORKLOAD;
-use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
-use engine::model::Pod;
-use engine::registry::{ArgsError, decode_args};
+use framework::cache::{NodeList, NodeView};
+use framework::facts::LABEL_WORKLOAD;
+use framework::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
+use framework::model::Pod;
+use framework::registry::{ArgsError, decode_args};
 use serde::Deserialize;
 
 pub const NAME: &str = "GpuModel";
@@ -148,12 +148,12 @@ impl ScorePlugin for GpuModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::cache::Snapshot;
-    use engine::facts::{GPU_RESOURCE, LABEL_GPU_MODEL, LABEL_GPU_PRODUCT};
-    use engine::testing::{node, pod};
+    use framework::cache::Snapshot;
+    use framework::facts::{GPU_RESOURCE, LABEL_GPU_MODEL, LABEL_GPU_PRODUCT};
+    use framework::testing::{node, pod};
 
     /// A GPU node named by `label` = `value`, or a CPU node when `label` is "".
-    fn gpu_node(label: &str, value: &str) -> engine::model::Node {
+    fn gpu_node(label: &str, value: &str) -> framework::model::Node {
         let n = node("n");
         match label {
             "" => n.build(),
@@ -164,7 +164,7 @@ mod tests {
 
     /// The score of a pod with `workload` (and `gpus`) on the node, or
     /// None when PreScore skips the pod.
-    fn score(plugin: &Arc<dyn Plugin>, workload: Option<&str>, gpus: i64, n: engine::model::Node) -> Option<i64> {
+    fn score(plugin: &Arc<dyn Plugin>, workload: Option<&str>, gpus: i64, n: framework::model::Node) -> Option<i64> {
         let mut p = pod("p").req(1000, 0);
         if gpus > 0 {
             p = p.resource(GPU_RESOURCE, gpus);

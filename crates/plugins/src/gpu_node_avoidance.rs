@@ -6,10 +6,10 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeList, NodeView};
-use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
-use engine::model::Pod;
-use engine::registry::ArgsError;
+use framework::cache::{NodeList, NodeView};
+use framework::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
+use framework::model::Pod;
+use framework::registry::ArgsError;
 
 use crate::helper::{decode_no_args, skip_if};
 
@@ -59,9 +59,9 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::cache::Snapshot;
-    use engine::facts::GPU_RESOURCE;
-    use engine::testing::{node, pod};
+    use framework::cache::Snapshot;
+    use framework::facts::GPU_RESOURCE;
+    use framework::testing::{node, pod};
 
     #[test]
     fn score_table() {

@@ -10,12 +10,12 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeList, NodeView};
-use engine::devices::request::mig_memory_mib;
-use engine::devices::{GpuKind, GpuPlacement, MIG_RESOURCE_PREFIX};
-use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
-use engine::model::Pod;
-use engine::registry::ArgsError;
+use framework::cache::{NodeList, NodeView};
+use framework::devices::request::mig_memory_mib;
+use framework::devices::{GpuKind, GpuPlacement, MIG_RESOURCE_PREFIX};
+use framework::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
+use framework::model::Pod;
+use framework::registry::ArgsError;
 
 use crate::helper::{decode_no_args, skip_if};
 
@@ -91,9 +91,9 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::cache::Snapshot;
-    use engine::devices::{GPU_SHARED_RESOURCE, GpuRequest};
-    use engine::testing::{node, pod};
+    use framework::cache::Snapshot;
+    use framework::devices::{GPU_SHARED_RESOURCE, GpuRequest};
+    use framework::testing::{node, pod};
 
     const MIG_1G: &str = "nvidia.com/mig-1g.10gb";
     const MIG_3G: &str = "nvidia.com/mig-3g.40gb";

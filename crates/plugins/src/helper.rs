@@ -2,11 +2,11 @@
 //! normalisation, taint checks, node-affinity matching, and the args decoder
 //! for plugins that take none.
 
-use engine::config::go_duration;
-use engine::framework::{ClusterEvent, EventAction, EventResource, Status};
-use engine::model::{Node, Pod, Taint, TaintEffect, Toleration};
-use engine::registry::{ArgsError, decode_args};
-use engine::time::Millis;
+use framework::framework::{ClusterEvent, EventAction, EventResource, Status};
+use framework::go_duration;
+use framework::model::{Node, Pod, Taint, TaintEffect, Toleration};
+use framework::registry::{ArgsError, decode_args};
+use framework::time::Millis;
 use serde::Deserialize;
 
 /// Maps raw scores from `[0, max(scores)]` onto `[0, max_priority]`, as
@@ -77,7 +77,7 @@ pub fn decode_no_args(args: Option<&serde_json::Value>) -> Result<(), ArgsError>
 /// refuses more), so far inside the engine's u64 milliseconds.
 pub fn duration_ms(field: &str, value: &str) -> Result<Millis, ArgsError> {
     let d = go_duration::parse(value).map_err(|e| ArgsError::new(field, e))?;
-    Ok(engine::bounds::millis(d))
+    Ok(framework::bounds::millis(d))
 }
 
 /// `Skip` when `skip` holds, else success: what a PreFilter or PreScore
@@ -95,8 +95,8 @@ pub fn node_events(actions: &[EventAction]) -> Vec<ClusterEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::model::{NodeSelector, NodeSelectorTerm, Requirement, SelectorOp, TolerationOp};
-    use engine::testing::{node, pod};
+    use framework::model::{NodeSelector, NodeSelectorTerm, Requirement, SelectorOp, TolerationOp};
+    use framework::testing::{node, pod};
 
     #[test]
     fn normalize_score_table() {

@@ -4,8 +4,8 @@
 //! DESIGN.md §4); [`standard_plugins`] is kube-scheduler's own default set,
 //! for users who want its behaviour and for tests of its semantics.
 
-use engine::profile::DefaultPlugin;
-use engine::registry::Registry;
+use framework::registry::DefaultPlugin;
+use framework::registry::Registry;
 
 pub mod balanced_allocation;
 pub mod cel_rules;

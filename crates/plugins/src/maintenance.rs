@@ -6,12 +6,12 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeView, Snapshot};
-use engine::framework::{
+use framework::cache::{NodeView, Snapshot};
+use framework::framework::{
     ClusterEvent, CycleState, EventAction, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult, Status,
 };
-use engine::model::Pod;
-use engine::registry::ArgsError;
+use framework::model::Pod;
+use framework::registry::ArgsError;
 
 use crate::helper::{decode_no_args, node_events, skip_if};
 
@@ -66,9 +66,9 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::facts::LABEL_MAINTENANCE;
-    use engine::framework::Code;
-    use engine::testing::{node, pod};
+    use framework::facts::LABEL_MAINTENANCE;
+    use framework::framework::Code;
+    use framework::testing::{node, pod};
 
     #[test]
     fn filter_table() {

@@ -15,13 +15,13 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use engine::cache::{NodeList, NodeView, Snapshot};
-use engine::framework::{
+use framework::cache::{NodeList, NodeView, Snapshot};
+use framework::framework::{
     ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, MAX_NODE_SCORE, Plugin, PreFilterPlugin,
     PreFilterResult, PreScorePlugin, ScorePlugin, Status,
 };
-use engine::model::{Node, NodeSelector, NodeSelectorTerm, Pod, PreferredSchedulingTerm, SelectorOp};
-use engine::registry::{ArgsError, decode_args};
+use framework::model::{Node, NodeSelector, NodeSelectorTerm, Pod, PreferredSchedulingTerm, SelectorOp};
+use framework::registry::{ArgsError, decode_args};
 use serde::{Deserialize, Deserializer};
 
 use crate::helper::{default_normalize_score, required_node_affinity_matches};
@@ -256,7 +256,7 @@ fn compile_added(a: ApiNodeAffinity) -> Result<NodeAffinity, ArgsError> {
         // A pod's own preferred terms weigh 1 to 100 (the API server's rule); a
         // negative one would make the summed score negative, which no
         // normalisation accepts.
-        ArgsError::check(format!("{PREFERRED_PATH}[{i}].weight"), engine::bounds::int(p.weight, 0, 100))?;
+        ArgsError::check(format!("{PREFERRED_PATH}[{i}].weight"), framework::bounds::int(p.weight, 0, 100))?;
         let term = compile_term(p.preference, &format!("{PREFERRED_PATH}[{i}].preference"))?;
         // kube drops zero-weight and empty terms: they can never add to a score.
         if p.weight != 0 && !(term.match_expressions.is_empty() && term.match_fields.is_empty()) {
@@ -297,7 +297,7 @@ fn parse_op(op: &str, path: &str) -> Result<SelectorOp, ArgsError> {
     })
 }
 
-fn compile_label_requirement(r: ApiRequirement, path: &str) -> Result<engine::model::Requirement, ArgsError> {
+fn compile_label_requirement(r: ApiRequirement, path: &str) -> Result<framework::model::Requirement, ArgsError> {
     let op = parse_op(&r.operator, path)?;
     if let Err(m) = validate_qualified_name(&r.key) {
         return Err(ArgsError::new(format!("{path}.key"), format!("invalid label key {:?}: {m}", r.key)));
@@ -328,13 +328,13 @@ fn compile_label_requirement(r: ApiRequirement, path: &str) -> Result<engine::mo
             return Err(ArgsError::new(format!("{values_path}[{i}]"), format!("invalid label value {v:?}: {m}")));
         }
     }
-    Ok(engine::model::Requirement { key: r.key, op, values: r.values })
+    Ok(framework::model::Requirement { key: r.key, op, values: r.values })
 }
 
 /// Field requirements: only `metadata.name`, with `In` or `NotIn` and
 /// exactly one value (kube accepts other keys in args but they never
 /// match a node; we reject them so the mistake is seen).
-fn compile_field_requirement(r: ApiRequirement, path: &str) -> Result<engine::model::Requirement, ArgsError> {
+fn compile_field_requirement(r: ApiRequirement, path: &str) -> Result<framework::model::Requirement, ArgsError> {
     if r.key != OBJECT_NAME_FIELD {
         return Err(ArgsError::new(
             format!("{path}.key"),
@@ -354,7 +354,7 @@ fn compile_field_requirement(r: ApiRequirement, path: &str) -> Result<engine::mo
     if r.values.len() != 1 {
         return Err(ArgsError::new(format!("{path}.values"), "must have one element"));
     }
-    Ok(engine::model::Requirement { key: r.key, op, values: r.values })
+    Ok(framework::model::Requirement { key: r.key, op, values: r.values })
 }
 
 fn is_alnum(c: char) -> bool {
@@ -428,10 +428,10 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::cache::NodeInfo;
-    use engine::framework::Code;
-    use engine::model::Requirement;
-    use engine::testing::{NodeBuilder, PodBuilder, node, pod};
+    use framework::cache::NodeInfo;
+    use framework::framework::Code;
+    use framework::model::Requirement;
+    use framework::testing::{NodeBuilder, PodBuilder, node, pod};
     use serde_json::json;
 
     fn req(key: &str, op: SelectorOp, values: &[&str]) -> Requirement {

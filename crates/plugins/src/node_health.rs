@@ -15,14 +15,14 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use engine::cache::{NodeList, NodeView, Snapshot};
-use engine::framework::{
+use framework::cache::{NodeList, NodeView, Snapshot};
+use framework::framework::{
     ClusterEvent, CycleState, EventAction, FilterPlugin, MAX_NODE_SCORE, Plugin, PreFilterPlugin, PreFilterResult,
     PreScorePlugin, ScorePlugin, Status,
 };
-use engine::model::Pod;
-use engine::registry::{ArgsError, decode_args};
-use engine::time::Millis;
+use framework::model::Pod;
+use framework::registry::{ArgsError, decode_args};
+use framework::time::Millis;
 use serde::Deserialize;
 
 use crate::helper::{duration_ms, node_events, skip_if};
@@ -81,7 +81,7 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
     let args: NodeHealthArgs = decode_args(args)?;
     let window_ms = duration_ms("window", &args.window)?;
     if window_ms == 0 {
-        let longest = engine::config::go_duration::format(&engine::bounds::MAX_DURATION);
+        let longest = framework::go_duration::format(&framework::bounds::MAX_DURATION);
         return Err(ArgsError::new("window", format!("must be from 1ms to {longest}, got {:?}", args.window)));
     }
     Ok(Arc::new(NodeHealth {
@@ -156,9 +156,9 @@ impl ScorePlugin for NodeHealth {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::facts::{ANNOTATION_LAST_ALERT, parse_time};
-    use engine::framework::Code;
-    use engine::testing::{node, pod};
+    use framework::facts::{ANNOTATION_LAST_ALERT, parse_time};
+    use framework::framework::Code;
+    use framework::testing::{node, pod};
 
     const NOW: &str = "2026-01-01T12:00:00Z";
 

@@ -4,13 +4,13 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeInfo, NodeView, Snapshot};
-use engine::framework::{
+use framework::cache::{NodeInfo, NodeView, Snapshot};
+use framework::framework::{
     ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult,
     Status,
 };
-use engine::model::Pod;
-use engine::registry::ArgsError;
+use framework::model::Pod;
+use framework::registry::ArgsError;
 
 use crate::helper::{decode_no_args, skip_if};
 
@@ -71,8 +71,8 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::framework::Code;
-    use engine::testing::{node, pod};
+    use framework::framework::Code;
+    use framework::testing::{node, pod};
 
     #[test]
     fn filter_table() {

@@ -7,12 +7,12 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeView, Snapshot};
-use engine::framework::{
+use framework::cache::{NodeView, Snapshot};
+use framework::framework::{
     ClusterEvent, CycleState, EventAction, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult, Status,
 };
-use engine::model::Pod;
-use engine::registry::ArgsError;
+use framework::model::Pod;
+use framework::registry::ArgsError;
 
 use crate::helper::{decode_no_args, node_events};
 
@@ -70,9 +70,9 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::framework::Code;
-    use engine::model::{LabelSelector, Requirement, SelectorOp};
-    use engine::testing::{node, pod};
+    use framework::framework::Code;
+    use framework::model::{LabelSelector, Requirement, SelectorOp};
+    use framework::testing::{node, pod};
 
     fn state(sel: Option<LabelSelector>) -> CycleState {
         let mut s = CycleState::new();

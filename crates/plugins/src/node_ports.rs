@@ -8,13 +8,13 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeView, Snapshot};
-use engine::framework::{
+use framework::cache::{NodeView, Snapshot};
+use framework::framework::{
     ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult,
     Status,
 };
-use engine::model::{HostPort, Pod};
-use engine::registry::ArgsError;
+use framework::model::{HostPort, Pod};
+use framework::registry::ArgsError;
 
 use crate::helper::decode_no_args;
 
@@ -112,8 +112,8 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::framework::Code;
-    use engine::testing::{PodBuilder, node, pod};
+    use framework::framework::Code;
+    use framework::testing::{PodBuilder, node, pod};
 
     /// (port, protocol, host IP)
     type Port = (i32, &'static str, &'static str);

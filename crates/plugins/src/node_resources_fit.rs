@@ -23,14 +23,14 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use engine::cache::{NodeList, NodeView, Snapshot};
-use engine::framework::{
+use framework::cache::{NodeList, NodeView, Snapshot};
+use framework::framework::{
     ClusterEvent, Code, CycleState, EventAction, EventResource, FilterPlugin, MAX_NODE_SCORE, Plugin, PreFilterPlugin,
     PreFilterResult, PreScorePlugin, ScorePlugin, Status,
 };
-use engine::model::Pod;
-use engine::registry::{ArgsError, decode_args};
-use engine::resources::{ResourceName, is_extended_resource_name};
+use framework::model::Pod;
+use framework::registry::{ArgsError, decode_args};
+use framework::resources::{ResourceName, is_extended_resource_name};
 use serde::Deserialize;
 
 use crate::resource_allocation::{
@@ -496,7 +496,7 @@ impl ScorePlugin for NodeResourcesFit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::testing::{node, pod};
+    use framework::testing::{node, pod};
     use serde_json::json;
 
     const GI: i64 = 1 << 30;
@@ -506,7 +506,7 @@ mod tests {
         new(args.as_ref()).unwrap()
     }
 
-    fn run_filter(pl: &dyn Plugin, pod: &Pod, nodes: Vec<engine::model::Node>, existing: Vec<Arc<Pod>>) -> Status {
+    fn run_filter(pl: &dyn Plugin, pod: &Pod, nodes: Vec<framework::model::Node>, existing: Vec<Arc<Pod>>) -> Status {
         let snap = Snapshot::from_parts(nodes, existing);
         let mut state = CycleState::new();
         let (_, st) = pl.as_pre_filter().unwrap().pre_filter(&mut state, pod, &snap);
@@ -521,7 +521,7 @@ mod tests {
             name: &'static str,
             args: Option<serde_json::Value>,
             pod: Pod,
-            node: engine::model::Node,
+            node: framework::model::Node,
             existing: Vec<Arc<Pod>>,
             code: Code,
             reasons: Vec<&'static str>,
@@ -734,7 +734,7 @@ mod tests {
     fn scores(
         args: Option<serde_json::Value>,
         pod: &Pod,
-        nodes: Vec<engine::model::Node>,
+        nodes: Vec<framework::model::Node>,
         existing: Vec<Arc<Pod>>,
     ) -> Vec<i64> {
         let pl = plugin(args);
@@ -755,7 +755,7 @@ mod tests {
             name: &'static str,
             args: Option<serde_json::Value>,
             pod: Pod,
-            nodes: Vec<engine::model::Node>,
+            nodes: Vec<framework::model::Node>,
             existing: Vec<Arc<Pod>>,
             want: Vec<i64>,
         }

@@ -4,10 +4,10 @@
 
 use std::sync::{Arc, LazyLock};
 
-use engine::cache::NodeView;
-use engine::framework::{ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, Status};
-use engine::model::{Pod, Taint, TaintEffect};
-use engine::registry::ArgsError;
+use framework::cache::NodeView;
+use framework::framework::{ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, Status};
+use framework::model::{Pod, Taint, TaintEffect};
+use framework::registry::ArgsError;
 
 use crate::helper::{decode_no_args, tolerations_tolerate_taint};
 
@@ -65,10 +65,10 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::cache::NodeInfo;
-    use engine::framework::Code;
-    use engine::model::TolerationOp;
-    use engine::testing::{node, pod};
+    use framework::cache::NodeInfo;
+    use framework::framework::Code;
+    use framework::model::TolerationOp;
+    use framework::testing::{node, pod};
 
     #[test]
     fn filter_table() {

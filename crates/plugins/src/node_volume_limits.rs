@@ -7,11 +7,11 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use engine::cache::{NodeView, Snapshot};
-use engine::framework::{ClusterEvent, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult, Status};
-use engine::model::Pod;
-use engine::registry::ArgsError;
-use engine::volumes::VolumeObjects;
+use framework::cache::{NodeView, Snapshot};
+use framework::framework::{ClusterEvent, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult, Status};
+use framework::model::Pod;
+use framework::registry::ArgsError;
+use framework::volumes::VolumeObjects;
 
 use crate::helper::decode_no_args;
 use crate::volumes::{has_claims, volume_events};
@@ -117,10 +117,10 @@ impl FilterPlugin for NodeVolumeLimits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::testing::{node, pod};
-    use engine::volumes::{AccessMode, Claim, CsiNode, PodVolume, Volume};
+    use framework::testing::{node, pod};
+    use framework::volumes::{AccessMode, Claim, CsiNode, PodVolume, Volume};
 
-    fn claim_with_volume(cache: &mut engine::cache::Cache, name: &str, driver: &str) {
+    fn claim_with_volume(cache: &mut framework::cache::Cache, name: &str, driver: &str) {
         cache.upsert_claim(Claim {
             namespace: "default".into(),
             name: name.into(),
@@ -148,7 +148,7 @@ mod tests {
         });
     }
 
-    fn using(name: &str, claims: &[&str]) -> engine::testing::PodBuilder {
+    fn using(name: &str, claims: &[&str]) -> framework::testing::PodBuilder {
         let mut p = pod(name);
         for c in claims {
             let c = c.to_string();
@@ -159,7 +159,7 @@ mod tests {
 
     #[test]
     fn attach_limits_count_distinct_volumes_per_driver() {
-        let mut cache = engine::cache::Cache::new();
+        let mut cache = framework::cache::Cache::new();
         cache.upsert_node(node("n1").build());
         cache.upsert_csi_node(CsiNode { node: "n1".into(), limits: vec![("ebs".into(), 2)] });
         for (c, d) in [("a", "ebs"), ("b", "ebs"), ("c", "ebs"), ("other", "nfs")] {

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use engine::framework::{ClusterEvent, Plugin, QueueSortPlugin};
-use engine::model::Pod;
-use engine::registry::ArgsError;
+use framework::framework::{ClusterEvent, Plugin, QueueSortPlugin};
+use framework::model::Pod;
+use framework::registry::ArgsError;
 
 use crate::helper::decode_no_args;
 
@@ -43,7 +43,7 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::testing::pod;
+    use framework::testing::pod;
 
     #[test]
     fn less_table() {

@@ -21,18 +21,18 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use engine::cache::{NodeView, Snapshot};
-use engine::framework::{
+use framework::cache::{NodeView, Snapshot};
+use framework::framework::{
     ClusterEvent, Code, CycleState, EventAction, EventResource, FilterPlugin, Plugin, PostFilterContext,
     PostFilterPlugin, PostFilterResult, PreFilterPlugin, PreFilterResult, Status,
 };
-use engine::model::Pod;
-use engine::queues::{QueuedUse, Queues, QuotaRefusal, Waiting, demand, model_key, queue_of};
-use engine::registry::ArgsError;
+use framework::model::Pod;
+use framework::queues::{QueuedUse, Queues, QuotaRefusal, Waiting, demand, model_key, queue_of};
+use framework::registry::ArgsError;
 
 use crate::helper::decode_no_args;
 
-pub const NAME: &str = engine::queues::QUEUE_QUOTA;
+pub const NAME: &str = framework::queues::QUEUE_QUOTA;
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct QueueQuota;
@@ -116,7 +116,7 @@ impl PreFilterPlugin for QueueQuota {
             state.write(QuotaRefusal);
             return (PreFilterResult::default(), Status::unresolvable(why));
         }
-        let gpu_milli = want.iter().find(|(k, _)| k == engine::facts::GPU_RESOURCE).map_or(0, |(_, v)| *v);
+        let gpu_milli = want.iter().find(|(k, _)| k == framework::facts::GPU_RESOURCE).map_or(0, |(_, v)| *v);
         let by_model = gpu_milli > 0 && queues.limits_models(queue);
         if !by_model {
             return (PreFilterResult::default(), Status::skip());
@@ -195,11 +195,11 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use engine::cache::Cache;
-    use engine::facts::{GPU_RESOURCE, LABEL_GPU_MODEL};
-    use engine::framework::Code;
-    use engine::queues::{LABEL_QUEUE, Queue};
-    use engine::testing::{node, pod};
+    use framework::cache::Cache;
+    use framework::facts::{GPU_RESOURCE, LABEL_GPU_MODEL};
+    use framework::framework::Code;
+    use framework::queues::{LABEL_QUEUE, Queue};
+    use framework::testing::{node, pod};
 
     fn queue(name: &str, parent: Option<&str>, quota: &[(&str, i64)]) -> Queue {
         Queue {
@@ -214,7 +214,7 @@ mod tests {
     }
 
     fn gpu_pod(name: &str, queue: &str, gpus: u32) -> Pod {
-        pod(name).label(LABEL_QUEUE, queue).with(|p| p.gpu = engine::devices::GpuRequest::whole(gpus)).build()
+        pod(name).label(LABEL_QUEUE, queue).with(|p| p.gpu = framework::devices::GpuRequest::whole(gpus)).build()
     }
 
     fn bound(mut p: Pod, node: &str) -> Pod {

@@ -25,14 +25,14 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use engine::cache::{NodeView, Snapshot};
-use engine::framework::{
+use framework::cache::{NodeView, Snapshot};
+use framework::framework::{
     ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult,
     Status,
 };
-use engine::model::Pod;
-use engine::node_info::{NodeInfo, NodeSummary};
-use engine::registry::{ArgsError, decode_args};
+use framework::model::Pod;
+use framework::node_info::{NodeInfo, NodeSummary};
+use framework::registry::{ArgsError, decode_args};
 use serde::Deserialize;
 
 use crate::helper::skip_if;
@@ -98,7 +98,7 @@ impl Default for ReservationBufferArgs {
 
 impl ReservationBufferArgs {
     pub fn validate(&self) -> Result<(), ArgsError> {
-        ArgsError::check("fraction", engine::bounds::Interval::above(0.0, 1.0).check(self.fraction))?;
+        ArgsError::check("fraction", framework::bounds::Interval::above(0.0, 1.0).check(self.fraction))?;
         if self.gpu_nodes.kept_nodes_percent > 100 {
             return Err(ArgsError::new(
                 "gpuNodes.keptNodesPercent",
@@ -282,9 +282,9 @@ impl FilterPlugin for ReservationBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::facts::GPU_RESOURCE;
-    use engine::framework::Code;
-    use engine::testing::{node, pod};
+    use framework::facts::GPU_RESOURCE;
+    use framework::framework::Code;
+    use framework::testing::{node, pod};
 
     const GI: i64 = 1 << 30;
 

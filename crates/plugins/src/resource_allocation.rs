@@ -10,10 +10,10 @@
 
 use std::sync::Arc;
 
-use engine::cache::NodeView;
-use engine::model::Pod;
-use engine::registry::ArgsError;
-use engine::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, ResourceName, is_scalar_resource_name};
+use framework::cache::NodeView;
+use framework::model::Pod;
+use framework::registry::ArgsError;
+use framework::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, ResourceName, is_scalar_resource_name};
 use serde::Deserialize;
 
 /// One `{name, weight}` entry of a plugin's `resources` list, as written in
@@ -197,8 +197,8 @@ impl ResourceAllocationScorer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::cache::Snapshot;
-    use engine::testing::{node, pod};
+    use framework::cache::Snapshot;
+    use framework::testing::{node, pod};
 
     /// A case: name, the `resources` args, the defaulted (name, weight) list.
     type DefaultsCase = (&'static str, Vec<ResourceSpecArgs>, Vec<(&'static str, i64)>);

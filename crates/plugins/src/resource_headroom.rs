@@ -12,10 +12,10 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeList, NodeView};
-use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
-use engine::model::Pod;
-use engine::registry::{ArgsError, decode_args};
+use framework::cache::{NodeList, NodeView};
+use framework::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
+use framework::model::Pod;
+use framework::registry::{ArgsError, decode_args};
 use serde::Deserialize;
 
 use crate::helper::skip_if;
@@ -107,10 +107,10 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::cache::Snapshot;
-    use engine::facts::GPU_RESOURCE;
-    use engine::framework::Code;
-    use engine::testing::{node, pod};
+    use framework::cache::Snapshot;
+    use framework::facts::GPU_RESOURCE;
+    use framework::framework::Code;
+    use framework::testing::{node, pod};
 
     /// (name, already requested cpu/mem, pod cpu/mem, score)
     type Case = (&'static str, (i64, i64), (i64, i64), i64);

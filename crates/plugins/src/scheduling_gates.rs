@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use engine::framework::{ClusterEvent, EventAction, EventResource, Plugin, PreEnqueuePlugin, Status};
-use engine::model::Pod;
-use engine::registry::ArgsError;
+use framework::framework::{ClusterEvent, EventAction, EventResource, Plugin, PreEnqueuePlugin, Status};
+use framework::model::Pod;
+use framework::registry::ArgsError;
 
 use crate::helper::decode_no_args;
 
@@ -47,8 +47,8 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::framework::Code;
-    use engine::testing::pod;
+    use framework::framework::Code;
+    use framework::testing::pod;
 
     #[test]
     fn pre_enqueue_table() {

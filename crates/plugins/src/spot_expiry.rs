@@ -8,12 +8,12 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use engine::cache::{NodeView, Snapshot};
-use engine::framework::{
+use framework::cache::{NodeView, Snapshot};
+use framework::framework::{
     ClusterEvent, CycleState, EventAction, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult, Status,
 };
-use engine::model::Pod;
-use engine::registry::{ArgsError, decode_args};
+use framework::model::Pod;
+use framework::registry::{ArgsError, decode_args};
 use serde::Deserialize;
 
 use crate::helper::{duration_ms, node_events, skip_if};
@@ -94,9 +94,9 @@ impl FilterPlugin for SpotExpiry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::facts::{ANNOTATION_SPOT_EXPIRY, parse_time};
-    use engine::framework::Code;
-    use engine::testing::{node, pod};
+    use framework::facts::{ANNOTATION_SPOT_EXPIRY, parse_time};
+    use framework::framework::Code;
+    use framework::testing::{node, pod};
 
     const NOW: &str = "2026-01-01T12:00:00Z";
 

@@ -6,12 +6,12 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeInfo, NodeView};
-use engine::framework::{
+use framework::cache::{NodeInfo, NodeView};
+use framework::framework::{
     ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, MAX_NODE_SCORE, Plugin, ScorePlugin, Status,
 };
-use engine::model::{Pod, TaintEffect};
-use engine::registry::ArgsError;
+use framework::model::{Pod, TaintEffect};
+use framework::registry::ArgsError;
 
 use crate::helper::{
     decode_no_args, default_normalize_score, find_untolerated_taint, is_do_not_schedule_taint,
@@ -30,7 +30,7 @@ pub struct TaintToleration;
 /// The number of `PreferNoSchedule` taints of `node` that `pod` does not tolerate.
 ///
 /// kube first keeps only the tolerations with no effect or
-/// `PreferNoSchedule`; [`engine::model::Toleration::tolerates`] already
+/// `PreferNoSchedule`; [`framework::model::Toleration::tolerates`] already
 /// requires a matching effect, so checking all tolerations is the same and
 /// needs no per-pod state (hence no PreScore).
 pub fn count_intolerable_prefer_no_schedule(pod: &Pod, node: &NodeInfo) -> i64 {
@@ -102,9 +102,9 @@ pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::framework::Code;
-    use engine::model::TolerationOp;
-    use engine::testing::{NodeBuilder, PodBuilder, node, pod};
+    use framework::framework::Code;
+    use framework::model::TolerationOp;
+    use framework::testing::{NodeBuilder, PodBuilder, node, pod};
 
     fn info(n: NodeBuilder) -> NodeInfo {
         NodeInfo::new(n.build())

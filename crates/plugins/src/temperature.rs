@@ -10,13 +10,13 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeList, NodeView, Snapshot};
-use engine::framework::{
+use framework::cache::{NodeList, NodeView, Snapshot};
+use framework::framework::{
     ClusterEvent, CycleState, EventAction, FilterPlugin, MAX_NODE_SCORE, Plugin, PreFilterPlugin, PreFilterResult,
     PreScorePlugin, ScorePlugin, Status,
 };
-use engine::model::Pod;
-use engine::registry::{ArgsError, decode_args};
+use framework::model::Pod;
+use framework::registry::{ArgsError, decode_args};
 use serde::Deserialize;
 
 use crate::helper::{node_events, skip_if};
@@ -62,7 +62,7 @@ impl TemperatureArgs {
         for (field, v) in
             [("maxCelsius", self.max_celsius), ("coolCelsius", self.cool_celsius), ("hotCelsius", self.hot_celsius)]
         {
-            ArgsError::check(field, engine::facts::CELSIUS.check(v))?;
+            ArgsError::check(field, framework::facts::CELSIUS.check(v))?;
         }
         if self.cool_celsius >= self.hot_celsius {
             return Err(ArgsError::new(
@@ -157,8 +157,8 @@ impl ScorePlugin for Temperature {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::facts::ANNOTATION_TEMPERATURE;
-    use engine::testing::{node, pod};
+    use framework::facts::ANNOTATION_TEMPERATURE;
+    use framework::testing::{node, pod};
 
     /// (name, annotation, filter passes, score)
     const CASES: &[(&str, Option<&str>, bool, i64)] = &[

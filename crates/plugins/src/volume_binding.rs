@@ -24,15 +24,15 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use engine::cache::{NodeView, Snapshot};
-use engine::framework::Binder;
-use engine::framework::{
+use framework::cache::{NodeView, Snapshot};
+use framework::framework::Binder;
+use framework::framework::{
     ClusterEvent, CycleState, FilterPlugin, Plugin, PreBindPlugin, PreFilterPlugin, PreFilterResult, ReservePlugin,
     Status,
 };
-use engine::model::{Node, Pod};
-use engine::registry::{ArgsError, decode_args};
-use engine::volumes::{Claim, ClaimRef, PodVolumeBindings, Volume, VolumeObjects};
+use framework::model::{Node, Pod};
+use framework::registry::{ArgsError, decode_args};
+use framework::volumes::{Claim, ClaimRef, PodVolumeBindings, Volume, VolumeObjects};
 use serde::Deserialize;
 
 use crate::volumes::{pod_claim, volume_events};
@@ -71,8 +71,8 @@ pub struct VolumeBinding {
 pub fn new(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, ArgsError> {
     let args: VolumeBindingArgs = decode_args(args)?;
     // kube multiplies it by time.Second: past Go's longest duration it would wrap.
-    let max = engine::config::MAX_SECONDS as i64;
-    let timeout = ArgsError::check("bindTimeoutSeconds", engine::bounds::int(args.bind_timeout_seconds, 0, max))
+    let max = framework::bounds::MAX_SECONDS as i64;
+    let timeout = ArgsError::check("bindTimeoutSeconds", framework::bounds::int(args.bind_timeout_seconds, 0, max))
         .map_err(|e| ArgsError::new(e.path, format!("invalid BindTimeoutSeconds: {}", e.message)))?;
     Ok(Arc::new(VolumeBinding { timeout_seconds: timeout.unsigned_abs() }))
 }
@@ -246,7 +246,7 @@ impl FilterPlugin for VolumeBinding {
                 let mut s = Status::unschedulable(*first);
                 s.reasons.extend(rest.iter().map(|r| (*r).into()));
                 // A volume that cannot exist here cannot be made to by evictions.
-                s.code = engine::framework::Code::UnschedulableAndUnresolvable;
+                s.code = framework::framework::Code::UnschedulableAndUnresolvable;
                 s
             }
         }
@@ -298,9 +298,9 @@ impl PreBindPlugin for VolumeBinding {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::model::{NodeSelector, NodeSelectorTerm, Requirement, SelectorOp};
-    use engine::testing::{node, pod};
-    use engine::volumes::{AccessMode, PodVolume, StorageClass};
+    use framework::model::{NodeSelector, NodeSelectorTerm, Requirement, SelectorOp};
+    use framework::testing::{node, pod};
+    use framework::volumes::{AccessMode, PodVolume, StorageClass};
 
     fn claim(name: &str, class: &str, gib: i64) -> Claim {
         Claim {
@@ -362,7 +362,7 @@ mod tests {
         volumes: Vec<Volume>,
         classes: Vec<StorageClass>,
     ) -> (Result<Vec<Status>, Status>, Option<PodVolumeBindings>) {
-        let mut cache = engine::cache::Cache::new();
+        let mut cache = framework::cache::Cache::new();
         for n in ["n1", "n2"] {
             cache.upsert_node(node(n).build());
         }
@@ -502,7 +502,7 @@ mod tests {
             assert_eq!(reasons(&verdicts), [want]);
         }
         // A claim the pod names but nobody created.
-        let mut cache = engine::cache::Cache::new();
+        let mut cache = framework::cache::Cache::new();
         cache.upsert_node(node("n1").build());
         let mut snap = Snapshot::new();
         cache.update_snapshot(&mut snap);

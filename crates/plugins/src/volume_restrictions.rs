@@ -7,11 +7,11 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeView, Snapshot};
-use engine::framework::{ClusterEvent, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult, Status};
-use engine::model::Pod;
-use engine::registry::ArgsError;
-use engine::volumes::{AccessMode, Disk, PodVolume};
+use framework::cache::{NodeView, Snapshot};
+use framework::framework::{ClusterEvent, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult, Status};
+use framework::model::Pod;
+use framework::registry::ArgsError;
+use framework::volumes::{AccessMode, Disk, PodVolume};
 
 use crate::helper::decode_no_args;
 use crate::volumes::{pod_claim, volume_events};
@@ -138,8 +138,8 @@ impl FilterPlugin for VolumeRestrictions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::testing::{node, pod};
-    use engine::volumes::Claim;
+    use framework::testing::{node, pod};
+    use framework::volumes::Claim;
 
     #[test]
     fn disk_conflicts_follow_kube() {
@@ -170,7 +170,7 @@ mod tests {
     /// the node of the pod using it (conformance seed 57).
     #[test]
     fn a_read_write_once_pod_claim_in_use_fails_every_node_but_a_victims_own() {
-        let mut cache = engine::cache::Cache::new();
+        let mut cache = framework::cache::Cache::new();
         for n in ["n1", "n2"] {
             cache.upsert_node(node(n).build());
         }
@@ -214,7 +214,7 @@ mod tests {
             } else {
                 assert_eq!(
                     (s.code, s.message()),
-                    (engine::framework::Code::Unschedulable, ERR_REASON_RWOP_CONFLICT.to_string()),
+                    (framework::framework::Code::Unschedulable, ERR_REASON_RWOP_CONFLICT.to_string()),
                     "case {i}"
                 );
             }
@@ -223,7 +223,7 @@ mod tests {
 
     #[test]
     fn an_inline_disk_in_use_conflicts() {
-        let mut cache = engine::cache::Cache::new();
+        let mut cache = framework::cache::Cache::new();
         cache.upsert_node(node("n1").build());
         let disk = PodVolume::Disk { disk: Disk::GcePd { pd_name: "d".into() }, read_only: false };
         let with_disk = pod("holder").node("n1").with(|p| p.volumes.push(disk.clone()));

@@ -8,11 +8,11 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeView, Snapshot};
-use engine::framework::{ClusterEvent, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult, Status};
-use engine::model::Pod;
-use engine::registry::ArgsError;
-use engine::volumes::ZONE_LABELS;
+use framework::cache::{NodeView, Snapshot};
+use framework::framework::{ClusterEvent, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult, Status};
+use framework::model::Pod;
+use framework::registry::ArgsError;
+use framework::volumes::ZONE_LABELS;
 
 use crate::helper::decode_no_args;
 use crate::volumes::{pod_claim, volume_events};
@@ -96,8 +96,8 @@ impl FilterPlugin for VolumeZone {
 /// The GA form of a beta zone or region label (other keys as they are).
 fn ga_label(key: &str) -> &str {
     match key {
-        "failure-domain.beta.kubernetes.io/zone" => engine::model::LABEL_ZONE,
-        "failure-domain.beta.kubernetes.io/region" => engine::model::LABEL_REGION,
+        "failure-domain.beta.kubernetes.io/zone" => framework::model::LABEL_ZONE,
+        "failure-domain.beta.kubernetes.io/region" => framework::model::LABEL_REGION,
         other => other,
     }
 }
@@ -105,13 +105,13 @@ fn ga_label(key: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::model::LABEL_ZONE;
-    use engine::testing::{node, pod};
-    use engine::volumes::{AccessMode, Claim, PodVolume, Volume};
+    use framework::model::LABEL_ZONE;
+    use framework::testing::{node, pod};
+    use framework::volumes::{AccessMode, Claim, PodVolume, Volume};
 
     #[test]
     fn bound_volumes_keep_the_pod_in_their_zones() {
-        let mut cache = engine::cache::Cache::new();
+        let mut cache = framework::cache::Cache::new();
         for (n, zone) in [("a", "z1"), ("b", "z2"), ("c", "z3"), ("x", "")] {
             let mut b = node(n);
             if !zone.is_empty() {
@@ -184,7 +184,7 @@ mod tests {
     /// translateToGALabel).
     #[test]
     fn a_beta_zone_label_matches_the_ga_one() {
-        let mut cache = engine::cache::Cache::new();
+        let mut cache = framework::cache::Cache::new();
         for (n, zone) in [("a", "z1"), ("b", "z2")] {
             cache.upsert_node(node(n).zone(zone).build());
         }

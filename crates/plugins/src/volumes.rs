@@ -3,9 +3,9 @@
 //! snapshot's volume objects, with kube's PreFilter errors, and the events
 //! that can make a pod they rejected schedulable.
 
-use engine::framework::{ClusterEvent, EventAction, EventResource, Status};
-use engine::model::Pod;
-use engine::volumes::{Claim, PodVolume, VolumeObjects};
+use framework::framework::{ClusterEvent, EventAction, EventResource, Status};
+use framework::model::Pod;
+use framework::volumes::{Claim, PodVolume, VolumeObjects};
 
 /// A claim of the pod, or kube's reason it cannot be used.
 pub fn pod_claim<'a>(volumes: &'a VolumeObjects, pod: &Pod, v: &PodVolume) -> Result<Option<&'a Claim>, Status> {

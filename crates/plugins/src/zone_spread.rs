@@ -12,11 +12,11 @@
 
 use std::sync::Arc;
 
-use engine::cache::{NodeList, NodeView};
-use engine::facts::service_identity;
-use engine::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
-use engine::model::Pod;
-use engine::registry::{ArgsError, decode_args};
+use framework::cache::{NodeList, NodeView};
+use framework::facts::service_identity;
+use framework::framework::{ClusterEvent, CycleState, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
+use framework::model::Pod;
+use framework::registry::{ArgsError, decode_args};
 use serde::Deserialize;
 
 pub const NAME: &str = "ZoneSpread";
@@ -104,8 +104,8 @@ impl ScorePlugin for ZoneSpread {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::cache::Snapshot;
-    use engine::testing::{node, pod};
+    use framework::cache::Snapshot;
+    use framework::testing::{node, pod};
 
     /// (name, pod, running pods as (node, app), scores of a / b / c)
     type Case<'a> = (&'static str, &'a Pod, &'static [(&'static str, &'static str)], Option<[i64; 3]>);

@@ -16,11 +16,11 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use engine::dra::{
+use framework::dra::{
     ALLOCATION_RESULTS_MAX, AllocatedDevice, Allocation, AllocationConfig, AllocationMode, Attribute, ConfigSource,
     Device, DeviceClass, DeviceId, DeviceRequest, DraObjects, ExactRequest, NodeScope, ResourceClaim, Slice,
 };
-use engine::model::{Node, NodeSelector, NodeSelectorTerm, Requirement, SelectorOp, TaintEffect};
+use framework::model::{Node, NodeSelector, NodeSelectorTerm, Requirement, SelectorOp, TaintEffect};
 
 use super::cel::{DeviceCel, SelectorError};
 

@@ -18,8 +18,8 @@ use cel::common::types::{CelBool, CelDouble, CelInt, CelMap, CelMapKey, CelStrin
 use cel::common::value::{CowVal, StaticVal, Val};
 use cel::context::VariableResolver;
 use cel::{Context, Env, ExecutionError, Program, Value};
-use engine::dra::{Attribute, Device, DeviceId};
-use engine::quantity::Quantity as Amount;
+use framework::dra::{Attribute, Device, DeviceId};
+use framework::quantity::Quantity as Amount;
 
 /// Why a selector could not be judged.
 #[derive(Debug, Clone, PartialEq, Eq)]

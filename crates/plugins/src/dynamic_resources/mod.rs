@@ -26,19 +26,19 @@ mod cel;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use engine::cache::{NodeList, NodeView, Snapshot};
-use engine::devices::{ClaimedGpus, GpuRequest};
-use engine::dra::Allocation;
-use engine::dra::{
+use framework::cache::{NodeList, NodeView, Snapshot};
+use framework::devices::{ClaimedGpus, GpuRequest};
+use framework::dra::Allocation;
+use framework::dra::{
     AllocationMode, ClaimDecision, Consumer, DeviceId, DraObjects, ExactRequest, FIRST_AVAILABLE_MAX, PodAllocations,
     ResourceClaim,
 };
-use engine::framework::{
+use framework::framework::{
     Binder, ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, PreBindPlugin, PreFilterPlugin,
     PreFilterResult, PreScorePlugin, ReservePlugin, ScorePlugin, Status,
 };
-use engine::model::Pod;
-use engine::registry::ArgsError;
+use framework::model::Pod;
+use framework::registry::ArgsError;
 
 pub use allocator::Allocator;
 pub use cel::DeviceCel;
@@ -322,7 +322,7 @@ impl ScorePlugin for DynamicResources {
     }
 
     fn normalize(&self, _state: &CycleState, _pod: &Pod, scores: &mut [i64]) -> Status {
-        default_normalize_score(engine::framework::MAX_NODE_SCORE, false, scores);
+        default_normalize_score(framework::framework::MAX_NODE_SCORE, false, scores);
         Status::success()
     }
 }
@@ -394,14 +394,14 @@ impl PreBindPlugin for DynamicResources {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::cache::Cache;
-    use engine::dra::{
+    use framework::cache::Cache;
+    use framework::dra::{
         AllocatedDevice, Attribute, ClaimSource, Constraint, Device, DeviceClass, DeviceRequest, DeviceTaint,
         DeviceToleration, NodeScope, PodClaim, Slice,
     };
-    use engine::model::{NodeSelector, NodeSelectorTerm, Requirement, SelectorOp, TaintEffect};
-    use engine::quantity::Quantity;
-    use engine::testing::{node, pod};
+    use framework::model::{NodeSelector, NodeSelectorTerm, Requirement, SelectorOp, TaintEffect};
+    use framework::quantity::Quantity;
+    use framework::testing::{node, pod};
 
     const DRIVER: &str = "gpu.nvidia.com";
 
@@ -691,7 +691,7 @@ mod tests {
                 "the claim reserved by as many pods as it may be",
                 Box::new(|c| {
                     let mut cl = allocated(claim("c", vec![]), "n1", &["gpu-0"]);
-                    cl.reserved_for = (0..engine::dra::RESERVED_FOR_MAX)
+                    cl.reserved_for = (0..framework::dra::RESERVED_FOR_MAX)
                         .map(|i| Consumer {
                             api_group: String::new(),
                             resource: "pods".into(),

@@ -1,8 +1,8 @@
 //! Required pod affinity and anti-affinity: PreFilter counts, Filter checks.
 
-use engine::cache::Snapshot;
-use engine::framework::Status;
-use engine::model::{Labels, Pod};
+use framework::cache::Snapshot;
+use framework::framework::Status;
+use framework::model::{Labels, Pod};
 
 use super::{NO_LABELS, TopologyCounts, matches_all_terms};
 
@@ -138,9 +138,9 @@ mod tests {
     use super::super::InterPodAffinity;
     use super::super::test_support::*;
     use super::*;
-    use engine::framework::{Code, CycleState, FilterPlugin, PreFilterPlugin};
-    use engine::model::{AffinityTerm, LABEL_HOSTNAME, LabelSelector, Node, PodRef, SelectorOp};
-    use engine::testing::{PodBuilder, node, pod};
+    use framework::framework::{Code, CycleState, FilterPlugin, PreFilterPlugin};
+    use framework::model::{AffinityTerm, LABEL_HOSTNAME, LabelSelector, Node, PodRef, SelectorOp};
+    use framework::testing::{PodBuilder, node, pod};
 
     type Verdict = Option<(Code, &'static str)>;
 

@@ -19,13 +19,13 @@ mod scoring;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use engine::cache::{NodeList, NodeView, Snapshot};
-use engine::framework::{
+use framework::cache::{NodeList, NodeView, Snapshot};
+use framework::framework::{
     ClusterEvent, CycleState, EventAction, EventResource, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult,
     PreScorePlugin, ScorePlugin, Status,
 };
-use engine::model::{AffinityTerm, Labels, Pod};
-use engine::registry::{ArgsError, decode_args};
+use framework::model::{AffinityTerm, Labels, Pod};
+use framework::registry::{ArgsError, decode_args};
 use serde::Deserialize;
 
 pub use filtering::{
@@ -290,8 +290,8 @@ impl TopologyCounts {
 mod test_support {
     //! Terse builders for affinity terms and snapshots with namespaces.
 
-    use engine::cache::{Cache, Snapshot};
-    use engine::model::{AffinityTerm, LabelSelector, Node, PodRef, Requirement, SelectorOp, WeightedAffinityTerm};
+    use framework::cache::{Cache, Snapshot};
+    use framework::model::{AffinityTerm, LabelSelector, Node, PodRef, Requirement, SelectorOp, WeightedAffinityTerm};
 
     pub fn labels(pairs: &[(&str, &str)]) -> LabelSelector {
         LabelSelector::from_match_labels(pairs.iter().copied())
@@ -356,7 +356,7 @@ mod test_support {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::framework::{EventAction, EventResource};
+    use framework::framework::{EventAction, EventResource};
 
     #[test]
     fn args_table() {

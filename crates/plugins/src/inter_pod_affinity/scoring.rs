@@ -2,9 +2,9 @@
 //! the incoming pod): PreScore sums weights per topology pair, Score adds
 //! up the pairs a node lies in, NormalizeScore maps min..max onto 0..100.
 
-use engine::cache::{NodeInfo, Snapshot};
-use engine::framework::MAX_NODE_SCORE;
-use engine::model::{Labels, Pod, PodRef, WeightedAffinityTerm};
+use framework::cache::{NodeInfo, Snapshot};
+use framework::framework::MAX_NODE_SCORE;
+use framework::model::{Labels, Pod, PodRef, WeightedAffinityTerm};
 
 use super::{InterPodAffinityArgs, NO_LABELS, TopologyCounts};
 
@@ -138,10 +138,10 @@ mod tests {
     use super::super::test_support::*;
     use super::super::{InterPodAffinity, InterPodAffinityArgs};
     use super::*;
-    use engine::cache::NodeList;
-    use engine::framework::{Code, CycleState, PreScorePlugin, ScorePlugin};
-    use engine::model::{LABEL_HOSTNAME, Node};
-    use engine::testing::{PodBuilder, node, pod};
+    use framework::cache::NodeList;
+    use framework::framework::{Code, CycleState, PreScorePlugin, ScorePlugin};
+    use framework::model::{LABEL_HOSTNAME, Node};
+    use framework::testing::{PodBuilder, node, pod};
 
     struct Case {
         name: &'static str,
@@ -203,7 +203,7 @@ mod tests {
         b
     }
 
-    fn region(pairs: &[(&str, &str)]) -> engine::model::AffinityTerm {
+    fn region(pairs: &[(&str, &str)]) -> framework::model::AffinityTerm {
         term("region", labels(pairs))
     }
 

@@ -2,9 +2,9 @@
 
 use std::collections::HashMap;
 
-use engine::cache::{NodeView, Snapshot};
-use engine::framework::{CycleState, FilterPlugin, PreFilterPlugin, PreFilterResult, Status};
-use engine::model::{LABEL_HOSTNAME, Pod, UnsatisfiableAction};
+use framework::cache::{NodeView, Snapshot};
+use framework::framework::{CycleState, FilterPlugin, PreFilterPlugin, PreFilterResult, Status};
+use framework::model::{LABEL_HOSTNAME, Pod, UnsatisfiableAction};
 
 use super::{
     ERR_REASON_CONSTRAINTS_NOT_MATCH, ERR_REASON_NODE_LABEL_NOT_MATCH, InclusionNeeds, PodTopologySpread,
@@ -116,9 +116,9 @@ impl FilterPlugin for PodTopologySpread {
 
 #[cfg(test)]
 mod tests {
-    use engine::framework::Code;
-    use engine::model::{LabelSelector, Node, PodRef, SelectorOp, TaintEffect, TolerationOp};
-    use engine::testing::{node, pod};
+    use framework::framework::Code;
+    use framework::model::{LabelSelector, Node, PodRef, SelectorOp, TaintEffect, TolerationOp};
+    use framework::testing::{node, pod};
 
     use super::super::testutil::*;
     use super::super::{InclusionPolicy, PodTopologySpread};
@@ -156,18 +156,18 @@ mod tests {
     }
 
     fn with_min_domains(
-        mut c: engine::model::TopologySpreadConstraint,
+        mut c: framework::model::TopologySpreadConstraint,
         m: i32,
-    ) -> engine::model::TopologySpreadConstraint {
+    ) -> framework::model::TopologySpreadConstraint {
         c.min_domains = Some(m);
         c
     }
 
     fn with_policies(
-        mut c: engine::model::TopologySpreadConstraint,
+        mut c: framework::model::TopologySpreadConstraint,
         affinity: InclusionPolicy,
         taints: InclusionPolicy,
-    ) -> engine::model::TopologySpreadConstraint {
+    ) -> framework::model::TopologySpreadConstraint {
         c.node_affinity_policy = affinity;
         c.node_taints_policy = taints;
         c
@@ -560,7 +560,7 @@ mod tests {
     #[test]
     fn prefilter_skips_pods_without_hard_constraints() {
         let snap = Snapshot::from_parts(vec![zn("a", "z1")], vec![]);
-        let owned = |b: engine::testing::PodBuilder| {
+        let owned = |b: framework::testing::PodBuilder| {
             b.with(|p| p.owner_selector = Some(LabelSelector::from_match_labels([("app", "web")])))
         };
         let list_hard = super::super::testutil::plugin(serde_json::json!({

@@ -20,15 +20,15 @@
 
 use std::sync::Arc;
 
-use engine::framework::{
+use framework::framework::{
     ClusterEvent, EventAction, EventResource, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin,
 };
-use engine::model::{
+use framework::model::{
     InclusionPolicy, LABEL_HOSTNAME, LABEL_ZONE, LabelSelector, Labels, Node, Pod, PodRef, TopologySpreadConstraint,
     UnsatisfiableAction,
 };
-use engine::registry::{ArgsError, decode_args};
-use engine::selectors::WorkloadSelectors;
+use framework::registry::{ArgsError, decode_args};
+use framework::selectors::WorkloadSelectors;
 use serde::Deserialize;
 
 use crate::helper::{find_untolerated_taint, is_do_not_schedule_taint, required_node_affinity_matches};
@@ -432,8 +432,8 @@ fn count_matching(pods: &[PodRef], selector: &LabelSelector, namespace: &str) ->
 pub(super) mod testutil {
     //! Builders shared by the filtering and scoring tests.
     use super::*;
-    use engine::model::{NodeSelector, NodeSelectorTerm, Requirement, SelectorOp};
-    use engine::testing::PodBuilder;
+    use framework::model::{NodeSelector, NodeSelectorTerm, Requirement, SelectorOp};
+    use framework::testing::PodBuilder;
 
     pub fn exists(key: &str) -> LabelSelector {
         LabelSelector {
@@ -656,20 +656,20 @@ mod tests {
             {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "nodeTaintsPolicy": "Honor"},
             {"maxSkew": 2, "topologyKey": "node", "whenUnsatisfiable": "ScheduleAnyway"},
         ]}));
-        let owned = engine::testing::pod("p")
+        let owned = framework::testing::pod("p")
             .label("app", "web")
             .with(|p| p.owner_selector = Some(LabelSelector::from_match_labels([("app", "web")])))
             .build();
-        let orphan = engine::testing::pod("p").label("app", "web").build();
+        let orphan = framework::testing::pod("p").label("app", "web").build();
         let own_soft = spread(
-            engine::testing::pod("p")
+            framework::testing::pod("p")
                 .label("app", "web")
                 .with(|p| p.owner_selector = Some(LabelSelector::from_match_labels([("app", "web")]))),
             soft(1, "rack", exists("app")),
         )
         .build();
         let empty_owner =
-            engine::testing::pod("p").with(|p| p.owner_selector = Some(LabelSelector::everything())).build();
+            framework::testing::pod("p").with(|p| p.owner_selector = Some(LabelSelector::everything())).build();
 
         use UnsatisfiableAction::*;
         let keys = |pl: &PodTopologySpread, pod: &Pod, action| -> Vec<(String, i32)> {

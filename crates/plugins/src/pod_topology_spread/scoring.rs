@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 
-use engine::cache::{NodeInfo, NodeList, NodeView};
-use engine::framework::{CycleState, MAX_NODE_SCORE, PreScorePlugin, ScorePlugin, Status};
-use engine::model::{LABEL_HOSTNAME, LabelSelector, Pod, UnsatisfiableAction};
+use framework::cache::{NodeInfo, NodeList, NodeView};
+use framework::framework::{CycleState, MAX_NODE_SCORE, PreScorePlugin, ScorePlugin, Status};
+use framework::model::{LABEL_HOSTNAME, LabelSelector, Pod, UnsatisfiableAction};
 
 use super::{InclusionNeeds, PodTopologySpread, count_matching, has_all_keys};
 
@@ -190,9 +190,9 @@ impl ScorePlugin for PodTopologySpread {
 
 #[cfg(test)]
 mod tests {
-    use engine::cache::{NodeList, Snapshot};
-    use engine::model::{InclusionPolicy, LABEL_HOSTNAME, Node, PodRef, TaintEffect, TopologySpreadConstraint};
-    use engine::testing::{node, pod};
+    use framework::cache::{NodeList, Snapshot};
+    use framework::model::{InclusionPolicy, LABEL_HOSTNAME, Node, PodRef, TaintEffect, TopologySpreadConstraint};
+    use framework::testing::{node, pod};
     use serde_json::json;
 
     use super::super::testutil::*;
@@ -267,7 +267,7 @@ mod tests {
     fn scores_follow_kube() {
         let foo = || exists("foo");
         let p = || pod("p").label("foo", "");
-        let owned = |b: engine::testing::PodBuilder| {
+        let owned = |b: framework::testing::PodBuilder| {
             b.with(|p| p.owner_selector = Some(LabelSelector::from_match_labels([("foo", "")])))
         };
         let four = || vec![h("node-a"), h("node-b"), h("node-c"), h("node-d")];
@@ -646,6 +646,6 @@ mod tests {
             assert_eq!(scores, want, "{name}");
         }
         let mut scores = vec![1, 2];
-        assert_eq!(pl.normalize(&state_with(vec![false]), &p, &mut scores).code, engine::framework::Code::Error);
+        assert_eq!(pl.normalize(&state_with(vec![false]), &p, &mut scores).code, framework::framework::Code::Error);
     }
 }

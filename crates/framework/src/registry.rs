@@ -12,11 +12,11 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use gpu_scheduler_engine::cache::NodeView;
-//! use gpu_scheduler_engine::framework::{CycleState, FilterPlugin, Plugin, Status};
-//! use gpu_scheduler_engine::model::Pod;
-//! use gpu_scheduler_engine::registry::{ArgsError, Registry, decode_args};
-//! use gpu_scheduler_engine::testing::{node, pod};
+//! use gpu_scheduler_framework::cache::NodeView;
+//! use gpu_scheduler_framework::framework::{CycleState, FilterPlugin, Plugin, Status};
+//! use gpu_scheduler_framework::model::Pod;
+//! use gpu_scheduler_framework::registry::{ArgsError, Registry, decode_args};
+//! use gpu_scheduler_framework::testing::{node, pod};
 //!
 //! /// Keeps pods off nodes whose name has a configured prefix.
 //! struct AvoidPrefix { prefix: String }
@@ -126,6 +126,31 @@ pub fn decode_args<T: DeserializeOwned + Default>(args: Option<&serde_json::Valu
         let message = crate::bounds::with_type_range(e.into_inner().to_string());
         ArgsError::new(if path == "." { String::new() } else { path }, message)
     })
+}
+
+/// A plugin the default profile enables at every point it implements, with
+/// its score weight. Weight 0 enables it everywhere but Score (users
+/// cannot write 0: enabling it for Score without a weight gives 1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DefaultPlugin {
+    pub name: &'static str,
+    pub weight: f64,
+    /// Args the default profile gives the plugin (a JSON object), under
+    /// the profile's own `pluginConfig` args for it, field by field, as
+    /// kube-scheduler defaults args. They belong to the default list: a
+    /// profile whose `multiPoint` disables the plugin (or `*`) does not
+    /// get them, even if it enables the plugin again.
+    pub args: Option<&'static str>,
+}
+
+impl DefaultPlugin {
+    pub const fn new(name: &'static str, weight: f64) -> Self {
+        DefaultPlugin { name, weight, args: None }
+    }
+
+    pub const fn with_args(self, args: &'static str) -> Self {
+        DefaultPlugin { args: Some(args), ..self }
+    }
 }
 
 #[cfg(test)]

@@ -24,13 +24,14 @@ pub trait Instrument: Send + Sync {
 }
 
 /// A started measurement; does nothing without an instrument.
-pub(crate) struct Span<'a> {
+pub struct Span<'a> {
     instrument: Option<&'a Arc<dyn Instrument>>,
     start: u64,
 }
 
 impl<'a> Span<'a> {
-    pub(crate) fn start(instrument: Option<&'a Arc<dyn Instrument>>) -> Span<'a> {
+    /// Starts measuring (reads the instrument's clock, if any).
+    pub fn start(instrument: Option<&'a Arc<dyn Instrument>>) -> Span<'a> {
         Span { instrument, start: instrument.map_or(0, |i| i.now_nanos()) }
     }
 
@@ -38,13 +39,15 @@ impl<'a> Span<'a> {
         i.now_nanos().saturating_sub(self.start)
     }
 
-    pub(crate) fn plugin(&self, plugin: &'static str, extension_point: &'static str, code: Code) {
+    /// Reports one plugin call.
+    pub fn plugin(&self, plugin: &'static str, extension_point: &'static str, code: Code) {
         if let Some(i) = self.instrument {
             i.plugin_executed(plugin, extension_point, code, self.elapsed(i));
         }
     }
 
-    pub(crate) fn point(&self, extension_point: &'static str, code: Code, profile: &str) {
+    /// Reports one extension point.
+    pub fn point(&self, extension_point: &'static str, code: Code, profile: &str) {
         if let Some(i) = self.instrument {
             i.extension_point(extension_point, code, profile, self.elapsed(i));
         }
