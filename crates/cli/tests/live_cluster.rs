@@ -1,9 +1,10 @@
 //! `gpu-scheduler run` and `snapshot` against a real control plane
 //! (etcd, kube-apiserver and kube-controller-manager v1.36.3 built by
 //! tools/k8s; DESIGN.md §6), with kubectl from the same build as the
-//! client. The scenarios of one cluster run side by side: each has its
-//! own namespace, schedulerName and node pool (the profile's
-//! nodeSelector), so they cannot see each other's pods.
+//! client, and KWOK playing the kubelets (pods run; deleted ones go at
+//! the end of their grace period). The scenarios of one cluster run side
+//! by side: each has its own namespace, schedulerName and node pool (the
+//! profile's nodeSelector), so they cannot see each other's pods.
 
 mod support;
 
@@ -26,7 +27,7 @@ type Scenario = fn(&Cluster);
 
 #[test]
 fn scheduling_a_live_cluster() {
-    let c = Cluster::up("main");
+    let c = Cluster::up_with_lifecycles("main");
     let scenarios: [(&str, Scenario); 6] = [
         ("policy placement", policy_placement),
         ("CEL rules from the config", cel_rules),
@@ -316,7 +317,8 @@ fn gpu_devices_survive_a_restart(c: &Cluster) {
 
     // Device 0 comes free while no scheduler runs. Reading the pods alone,
     // a share would be put on the lowest free device, 0; its annotation says 1.
-    c.kubectl(&["delete", "pod", "-n", "devices", "w0", "--force", "--grace-period=0"]);
+    // KWOK stops it (a second's grace) and removes it, as a kubelet would.
+    c.kubectl(&["delete", "pod", "-n", "devices", "w0", "--grace-period=1", "--wait=true"]);
     let mut second = c.start_scheduler(&config, &c.dir.join("devices-scheduler-2.log"));
     c.kubectl_in(&["create", "-n", "devices", "-f", "-"], &whole("w2"));
     assert_eq!(index("w2"), "0", "the whole GPU goes to the freed device, not to the share's");

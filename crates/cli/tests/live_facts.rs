@@ -6,9 +6,8 @@
 //! API while a PodDisruptionBudget holds; and a configuration changed under
 //! a running scheduler (the file a ConfigMap mount gives, swapped as the
 //! kubelet swaps it) applied without a restart, an invalid one refused
-//! while scheduling goes on. No kubelet runs: the test marks
-//! bound pods Running and Ready, and removes pods being deleted, as a
-//! kubelet would.
+//! while scheduling goes on. KWOK plays the kubelets: bound pods run and
+//! turn Ready, evicted ones go at the end of their grace period.
 
 mod support;
 
@@ -26,7 +25,7 @@ type Scenario = fn(&Cluster);
 
 #[test]
 fn live_facts_and_spot_draining() {
-    let c = Cluster::up("facts");
+    let c = Cluster::up_with_lifecycles("facts");
     let scenarios: [(&str, Scenario); 4] = [
         ("a hardware alert Event", alert_event),
         ("temperatures from Prometheus", prometheus_temperatures),
@@ -344,44 +343,23 @@ fn prometheus_temperatures(c: &Cluster) {
     );
 }
 
-/// What a kubelet would do, every 200 ms until `stop`: bound pods become
-/// Running and Ready, pods being deleted go. Also checks, each time, that
-/// the Deployment `web` never has fewer than `min_ready` ready pods once it
-/// had them all (its PodDisruptionBudget), and returns the lowest seen.
-fn kubelet(c: &Cluster, ns: &str, stop: &AtomicBool, replicas: usize) -> usize {
+/// Every 200 ms until `stop`, the Deployment `web`'s ready pods (KWOK
+/// runs them and removes the evicted): once it had them all, it must never
+/// have fewer than its PodDisruptionBudget allows; returns the lowest seen.
+fn ready_floor(c: &Cluster, ns: &str, stop: &AtomicBool, replicas: usize) -> usize {
     let mut lowest = usize::MAX;
     let mut all_ready_once = false;
     while !stop.load(Ordering::Relaxed) {
-        let pods = c.get_json(&["pods", "-n", ns]);
-        let mut ready = 0;
-        for p in items(&pods) {
-            let name = s(&p["metadata"]["name"]);
-            if !p["metadata"]["deletionTimestamp"].is_null() {
-                let _ = c.kubectl_output_ok(&["delete", "pod", &name, "-n", ns, "--grace-period=0", "--force"]);
-                continue;
-            }
-            let bound = !s(&p["spec"]["nodeName"]).is_empty();
-            let is_ready = p["status"]["conditions"]
-                .as_array()
-                .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
-            if bound && !is_ready {
-                let patch = r#"{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"},{"type":"PodScheduled","status":"True"}]}}"#;
-                let _ = c.kubectl_output_ok(&[
-                    "patch",
-                    "pod",
-                    &name,
-                    "-n",
-                    ns,
-                    "--subresource=status",
-                    "--type=merge",
-                    "-p",
-                    patch,
-                ]);
-            }
-            if is_ready && p["metadata"]["labels"]["app"] == "web" {
-                ready += 1;
-            }
-        }
+        let pods = c.get_json(&["pods", "-n", ns, "-l", "app=web"]);
+        let ready = items(&pods)
+            .iter()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .filter(|p| {
+                p["status"]["conditions"]
+                    .as_array()
+                    .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+            })
+            .count();
         if ready == replicas {
             all_ready_once = true;
         }
@@ -407,7 +385,7 @@ fn spot_draining(c: &Cluster) {
         &node_yaml("spot-1", &pool, 32, 64, 0, &[("gpu-scheduler.io/spot-expiry", &now_rfc3339(7200))]),
     );
     let deployment = format!(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, namespace: {ns}}}\nspec:\n  replicas: 3\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec:\n      schedulerName: gs-spot\n      containers: [{{name: web, image: registry.k8s.io/pause:3.10, resources: {{requests: {{cpu: 500m}}}}}}]\n---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: web, namespace: {ns}}}\nspec:\n  maxUnavailable: 1\n  selector: {{matchLabels: {{app: web}}}}\n"
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, namespace: {ns}}}\nspec:\n  replicas: 3\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec:\n      schedulerName: gs-spot\n      terminationGracePeriodSeconds: 1\n      containers: [{{name: web, image: registry.k8s.io/pause:3.10, resources: {{requests: {{cpu: 500m}}}}}}]\n---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: web, namespace: {ns}}}\nspec:\n  maxUnavailable: 1\n  selector: {{matchLabels: {{app: web}}}}\n"
     );
     let pinned = pod_yaml("pinned", "gs-spot", &[], "cpu: 500m", 0)
         .replace("metadata:\n", "metadata:\n  annotations: {gpu-scheduler.io/do-not-evict: \"true\"}\n");
@@ -419,7 +397,7 @@ fn spot_draining(c: &Cluster) {
 
     let stop = AtomicBool::new(false);
     let lowest = std::thread::scope(|scope| {
-        let kubelet = scope.spawn(|| kubelet(c, ns, &stop, 3));
+        let kubelet = scope.spawn(|| ready_floor(c, ns, &stop, 3));
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             // Everything starts on the spot node, the only one.
             let mut dry = c.start_scheduler_as(

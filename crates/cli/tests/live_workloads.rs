@@ -12,22 +12,26 @@
 //! made by kube-controller-manager's resourceclaim controller from a
 //! template for one GPU of a DeviceClass selecting `model == "a100"`,
 //! allocated on the A100 node's ResourceSlice and written before the pod
-//! is bound, and two pods sharing one claim on one node. The scenarios
-//! share one cluster, each in its own namespace, schedulerName and pool.
+//! is bound, and two pods sharing one claim on one node. KWOK plays the
+//! kubelets: pods run, finish (`gpu-scheduler.io/run-for`) and go when
+//! deleted, so a finished pod frees its GPUs and a victim leaves by itself.
+//! The scenarios share one cluster, each in its own namespace,
+//! schedulerName and pool.
 
 mod support;
 
 use std::collections::HashMap;
 
-use support::cluster::{Cluster, config_yaml, items, node_yaml, pod_yaml, s, wait_for};
+use support::cluster::{Cluster, config_yaml, items, node_yaml, pod_yaml, s, wait_for, with_grace};
 
 type Scenario = fn(&Cluster);
 
 #[test]
 fn workloads_on_a_live_cluster() {
-    let c = Cluster::up("workloads");
+    let c = Cluster::up_with_lifecycles("workloads");
     c.install_crds();
-    let scenarios: [(&str, Scenario); 6] = [
+    let scenarios: [(&str, Scenario); 7] = [
+        ("pods that finish free their GPUs", finished_pods_free_their_gpus),
         ("a gang from a Job, all or nothing", gang_from_a_job),
         ("preemption", preemption),
         ("volumes", volumes),
@@ -40,6 +44,38 @@ fn workloads_on_a_live_cluster() {
         handles.into_iter().filter_map(|(name, h)| h.join().is_err().then_some(name)).collect()
     });
     assert!(failed.is_empty(), "failed scenarios: {failed:?} (their panics are printed above)");
+}
+
+/// Pods come and go with no hand on them: a pod that runs for 3 s on the
+/// only 8-GPU node succeeds (KWOK), leaves the scheduler's view (finished
+/// pods hold nothing), and the 8-GPU pod waiting behind it is bound there.
+fn finished_pods_free_their_gpus(c: &Cluster) {
+    c.kubectl(&["create", "namespace", "finish"]);
+    c.kubectl_in(&["create", "-f", "-"], &gpu_nodes("finish", "finish", 1));
+    let config = c.file("finish-config.yaml", &config_yaml("gs-finish", "finish", 50, 100));
+    let mut sched = c.start_scheduler(&config, &c.dir.join("finish-scheduler.log"));
+    let short = pod_yaml("short", "gs-finish", &[], "cpu: 1", 8)
+        .replace("metadata:\n", "metadata:\n  annotations: {gpu-scheduler.io/run-for: 3s}\n");
+    c.kubectl_in(&["create", "-n", "finish", "-f", "-"], &short);
+    wait_for(60, "short running", || {
+        let p = c.get_json(&["pod", "short", "-n", "finish"]);
+        (p["status"]["phase"] == "Running").then_some(())
+    });
+    c.kubectl_in(&["create", "-n", "finish", "-f", "-"], &pod_yaml("next", "gs-finish", &[], "cpu: 1", 8));
+    let waiting = wait_for(30, "next unschedulable while short runs", || {
+        let p = c.get_json(&["pod", "next", "-n", "finish"]);
+        let cond = p["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == "PodScheduled")?.clone();
+        (cond["status"] == "False").then_some(p)
+    });
+    assert_eq!(s(&waiting["spec"]["nodeName"]), "", "{waiting}");
+    let next = wait_for(60, "next bound once short finished", || {
+        let p = c.get_json(&["pod", "next", "-n", "finish"]);
+        (!s(&p["spec"]["nodeName"]).is_empty()).then_some(p)
+    });
+    assert_eq!(s(&next["spec"]["nodeName"]), "finish-1");
+    let short = c.get_json(&["pod", "short", "-n", "finish"]);
+    assert_eq!(s(&short["status"]["phase"]), "Succeeded", "{short}");
+    assert!(sched.terminate().success());
 }
 
 /// Queues (the CRD of deploy/crds/) on live pods: team-a's namespace is
@@ -73,7 +109,9 @@ fn queues(c: &Cluster) {
     let mut sched = c.start_scheduler(&config, &c.dir.join("queues-scheduler.log"));
     // 17 GPUs for team-a: its 8, team-b's 8, and one too many.
     for (name, gpus) in [("a-big-1", 8), ("a-big-2", 8), ("a-one", 1)] {
-        c.kubectl_in(&["create", "-n", "qa", "-f", "-"], &pod_yaml(name, "gs-queues", &[], "cpu: 1", gpus));
+        // Victims take 5 s to stop: long enough to see them terminating.
+        let pod = with_grace(&pod_yaml(name, "gs-queues", &[], "cpu: 1", gpus), 5);
+        c.kubectl_in(&["create", "-n", "qa", "-f", "-"], &pod);
     }
     wait_for(60, "team-a's 16 GPUs bound", || {
         let p = c.placements("qa");
@@ -122,8 +160,7 @@ fn queues(c: &Cluster) {
         "{waiting}"
     );
     // Reclaim: team-a's newest borrowing pod is preempted for it (marked,
-    // then deleted; no kubelet here, so it stays terminating until the
-    // test, as a kubelet, removes it).
+    // then deleted; it terminates for its grace period, then goes).
     let victim = wait_for(60, "a borrowed pod of team-a preempted", || {
         let p = c.get_json(&["pod", "a-big-2", "-n", "qa"]);
         let cond = p["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == "DisruptionTarget")?.clone();
@@ -133,7 +170,6 @@ fn queues(c: &Cluster) {
     assert!(s(&victim["message"]).ends_with(": queue team-b reclaims the quota this pod's queue borrowed"), "{victim}");
     let b = c.get_json(&["pod", "b-one", "-n", "qb"]);
     assert!(!s(&b["status"]["nominatedNodeName"]).is_empty(), "b-one waits nominated: {b}");
-    c.kubectl(&["delete", "pod", "a-big-2", "-n", "qa", "--grace-period=0", "--force"]);
     wait_for(60, "b-one bound once the quota came back", || {
         c.placements("qb").into_iter().find(|(p, n)| p == "b-one" && !n.is_empty())
     });
@@ -183,11 +219,12 @@ fn gang_from_a_job(c: &Cluster) {
     nodes.sort();
     nodes.dedup();
     assert_eq!(nodes.len(), 4, "one 8-GPU worker per node: {placed:?}");
+    // KWOK runs the bound workers: the group goes Scheduled, then Running.
     let status = sched.wait_for(60, "the PodGroup's status written", || {
         let g = c.get_json(&["podgroups.scheduling.x-k8s.io", "pretrain", "-n", "train"]);
-        (g["status"]["phase"] == "Scheduled").then_some(g)
+        (g["status"]["phase"] == "Running").then_some(g)
     });
-    assert_eq!(status["status"]["scheduled"], 4, "{status}");
+    assert_eq!((&status["status"]["scheduled"], &status["status"]["running"]), (&4.into(), &4.into()), "{status}");
 
     // A second gang of 3 finds one node's worth of room at most: none of
     // it is bound, and each member says why.
@@ -217,7 +254,7 @@ fn preemption(c: &Cluster) {
     c.kubectl_in(&["create", "-f", "-"], classes);
     let with_class =
         |yaml: String, class: &str| yaml.replace("spec:\n", &format!("spec:\n  priorityClassName: {class}\n"));
-    let low = with_class(pod_yaml("low", "gs-preempt", &[], "cpu: 1", 8), "preempt-low");
+    let low = with_class(with_grace(&pod_yaml("low", "gs-preempt", &[], "cpu: 1", 8), 5), "preempt-low");
     c.kubectl_in(&["create", "-n", "preempt", "-f", "-"], &low);
     let config = c.file("preempt-config.yaml", &config_yaml("gs-preempt", "preempt", 50, 100));
     let mut sched = c.start_scheduler(&config, &c.dir.join("preempt-scheduler.log"));
@@ -226,7 +263,7 @@ fn preemption(c: &Cluster) {
     let high = with_class(pod_yaml("high", "gs-preempt", &[], "cpu: 1", 8), "preempt-high");
     c.kubectl_in(&["create", "-n", "preempt", "-f", "-"], &high);
     // The victim: the DisruptionTarget condition, then deleted (graceful:
-    // no kubelet confirms it here, so it stays terminating).
+    // it terminates for its 5 s grace period).
     let victim = wait_for(60, "low marked for preemption and deleted", || {
         let p = c.get_json(&["pod", "low", "-n", "preempt"]);
         let cond = p["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == "DisruptionTarget")?.clone();
@@ -240,8 +277,7 @@ fn preemption(c: &Cluster) {
     let events = c.kubectl(&["get", "events", "-n", "preempt", "--field-selector", "reason=Preempted", "-o", "json"]);
     assert!(events.contains("Preempted by pod"), "{events}");
 
-    // The kubelet's part: the victim's containers stop and it goes.
-    c.kubectl(&["delete", "pod", "low", "-n", "preempt", "--grace-period=0", "--force"]);
+    // The kubelet's part (KWOK's): the victim's containers stop and it goes.
     wait_for(60, "high bound on the freed node", || {
         c.placements("preempt").into_iter().find(|(p, n)| p == "high" && n == "preempt-1")
     });

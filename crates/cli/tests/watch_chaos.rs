@@ -178,7 +178,7 @@ fn api_server_restarted_during_a_burst() {
 /// in the cache.
 #[test]
 fn etcd_compaction_forces_a_relist() {
-    let c = Cluster::up("chaos-compaction");
+    let c = Cluster::up_with_lifecycles("chaos-compaction");
     let (pool, name) = ("compact", "gs-compact");
     let config = setup(&c, pool, 5, name, 100);
     let proxy = Proxy::start(support::reliability::apiserver_port(&c));
@@ -189,9 +189,10 @@ fn etcd_compaction_forces_a_relist() {
         create(&c, pool, &pods("a", name, 0..200));
         wait_for(120, "the first 200 pods bound", || all_bound(&c, pool, 200));
         proxy.pause();
-        // Unseen by the scheduler: 100 bound pods deleted, 300 created.
+        // Unseen by the scheduler: 100 bound pods deleted (KWOK stops them
+        // after a second's grace and removes them), 300 created.
         let gone: Vec<String> = (0..100).map(|i| format!("a{i:05}")).collect();
-        let mut args = vec!["delete", "pod", "-n", pool, "--grace-period=0", "--force"];
+        let mut args = vec!["delete", "pod", "-n", pool, "--grace-period=1", "--wait=true"];
         args.extend(gone.iter().map(String::as_str));
         c.kubectl(&args);
         create(&c, pool, &pods("b", name, 0..300));

@@ -46,12 +46,26 @@ impl Cluster {
     /// default). Builds the control plane first if it is not cached
     /// (minutes).
     pub fn up(name: &str) -> Cluster {
+        Cluster::start(name, false)
+    }
+
+    /// As [`Cluster::up`], with KWOK playing the kubelets
+    /// (tools/k8s/kwok/stages.yaml): nodes turn Ready and keep a Lease,
+    /// bound pods run, a pod annotated `gpu-scheduler.io/run-for` succeeds
+    /// that long after it started, and a deleted pod goes at the end of its
+    /// grace period ([`with_grace`]).
+    pub fn up_with_lifecycles(name: &str) -> Cluster {
+        Cluster::start(name, true)
+    }
+
+    fn start(name: &str, lifecycles: bool) -> Cluster {
         let dir = repo().join("target/live-tests").join(name);
         std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
         let run = |cmd: &str| {
             let out = Command::new(cluster_script())
                 .arg(cmd)
                 .env("GPU_SCHEDULER_CLUSTER_DIR", &dir)
+                .env("GPU_SCHEDULER_KWOK", if lifecycles { "1" } else { "" })
                 .output()
                 .unwrap_or_else(|e| panic!("running tools/k8s/cluster {cmd}: {e}"));
             assert!(
@@ -457,6 +471,12 @@ pub fn pod_yaml(name: &str, scheduler: &str, labels: &[(&str, &str)], requests: 
     format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  labels: {{{map}}}\nspec:\n  schedulerName: {scheduler}\n  containers:\n  - name: c\n    image: registry.k8s.io/pause:3.10\n    resources: {{requests: {{{requests}}}{limits}}}\n---\n"
     )
+}
+
+/// `pod` (a manifest of [`pod_yaml`]) with its grace period on deletion:
+/// on a cluster with lifecycles the pod goes that long after it is deleted.
+pub fn with_grace(pod: &str, secs: u32) -> String {
+    pod.replacen("spec:\n", &format!("spec:\n  terminationGracePeriodSeconds: {secs}\n"), 1)
 }
 
 /// A configuration with one profile: `scheduler` on the nodes labelled
