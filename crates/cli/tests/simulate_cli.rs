@@ -917,3 +917,26 @@ fn a_missing_claim_template_is_named() {
         out.stderr
     );
 }
+
+#[test]
+fn kinds_it_does_not_read_are_named_in_warnings() {
+    let dir = scratch("unknown-kinds");
+    let file = write(
+        &dir,
+        "app.yaml",
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', memory: 8Gi, pods: '10'}}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n",
+    );
+    let out = run(&["simulate", "--output", "json", "--now", NOW, &file]);
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", out.stdout));
+    assert_eq!(v["summary"]["ignoredObjects"], 2, "{v}");
+    let warnings: Vec<&str> =
+        v["warnings"].as_array().map(|w| w.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    for (doc, label) in [("document 1", "ConfigMap settings"), ("document 2", "Widget w")] {
+        assert!(
+            warnings.iter().any(|w| w.contains(doc) && w.contains(label) && w.contains("ignored")),
+            "{label}: {warnings:?}"
+        );
+        assert!(out.stderr.contains(label), "said on stderr too: {}", out.stderr);
+    }
+}

@@ -3,7 +3,7 @@
 //! ReplicaSets, StatefulSets, Jobs, ResourceClaimTemplates), and every kind
 //! the engine registers (`engine::scheduler::visit_kinds`: Nodes,
 //! Namespaces, PodGroups, Queues, the volume and DRA kinds, ...); other
-//! kinds are counted and ignored. Decoding is strict, as `kubectl apply`
+//! kinds are counted, named in the simulation's warnings and ignored. Decoding is strict, as `kubectl apply`
 //! is: a field the API does not know is an error, and every error names the
 //! file, the document's index and the field. k8s-openapi's types and our
 //! CRDs' (which the live watch shares, so they are lenient) ignore unknown

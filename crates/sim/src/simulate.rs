@@ -279,7 +279,12 @@ fn simulate_in_pool(
     let (keep_pods, keep_nodes) = sources_needed(&opts.extenders);
     let read = ReadOptions { keep_node_objects: keep_nodes };
     let mut now: Millis = u64::try_from(opts.now.as_millisecond()).unwrap_or(0);
-    let mut warnings: Vec<String> = Vec::new();
+    // Kinds no part of the scheduler reads: said, never dropped silently.
+    let mut warnings: Vec<String> = manifests
+        .ignored
+        .iter()
+        .map(|(source, label)| format!("{source} ({label}): not a kind gpu-scheduler reads; ignored"))
+        .collect();
 
     let mut priority_classes: HashMap<String, i32> = HashMap::new();
     let mut global_default: Option<i32> = None;
