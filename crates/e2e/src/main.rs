@@ -88,6 +88,11 @@ pub struct Args {
     /// How long one contender may take to bind all pods.
     #[arg(long, default_value_t = 1800)]
     timeout_s: u64,
+    /// KWOK plays the kubelets (tools/k8s/cluster with GPU_SCHEDULER_KWOK=1):
+    /// every node keeps a Lease renewed every 10 s and bound pods are
+    /// marked running, the load a real cluster's API server carries.
+    #[arg(long)]
+    kwok: bool,
 }
 
 const CONTENDERS: [&str; 3] = ["gpu-scheduler", "kube-scheduler", "ceiling"];
@@ -105,7 +110,7 @@ async fn main() -> Result<()> {
     let repo = std::env::current_dir()?;
     let cluster_dir = repo.join(&args.out).join("cluster");
     std::fs::create_dir_all(&cluster_dir)?;
-    let cluster = ClusterGuard::up(&repo, &cluster_dir)?;
+    let cluster = ClusterGuard::up(&repo, &cluster_dir, args.kwok)?;
     let client = client::http1(&cluster.kubeconfig).await?;
 
     eprintln!("creating {} nodes", args.nodes);
@@ -147,12 +152,14 @@ pub struct ClusterGuard {
 }
 
 impl ClusterGuard {
-    /// A fresh cluster: whatever an interrupted run left is removed first.
-    fn up(repo: &Path, dir: &Path) -> Result<ClusterGuard> {
+    /// A fresh cluster, with KWOK when `kwok`: whatever an interrupted run
+    /// left is removed first.
+    fn up(repo: &Path, dir: &Path, kwok: bool) -> Result<ClusterGuard> {
         let _ = Command::new(repo.join("tools/k8s/cluster")).arg("down").env("GPU_SCHEDULER_CLUSTER_DIR", dir).status();
         let status = Command::new(repo.join("tools/k8s/cluster"))
             .arg("up")
             .env("GPU_SCHEDULER_CLUSTER_DIR", dir)
+            .env("GPU_SCHEDULER_KWOK", if kwok { "1" } else { "" })
             .status()
             .context("running tools/k8s/cluster up")?;
         if !status.success() {

@@ -85,8 +85,9 @@ fn ceiling_note(ceiling: &Run, beaten_by: &Run) -> String {
 pub fn write(args: &Args, runs: &[Run]) -> Result<()> {
     std::fs::create_dir_all(&args.out)?;
     let stem = args.out.join(format!(
-        "e2e-{}-{}-{}-{}",
+        "e2e-{}{}-{}-{}-{}",
         mode_name(args.mode),
+        if args.kwok { "-kwok" } else { "" },
         workload_name(args.workload),
         args.nodes,
         args.pods
@@ -149,6 +150,7 @@ pub fn write(args: &Args, runs: &[Run]) -> Result<()> {
     let out = json!({
         "workload": workload_name(args.workload),
         "mode": mode_name(args.mode),
+        "kwok": args.kwok,
         "nodes": args.nodes,
         "pods": args.pods,
         "repeat": args.repeat,

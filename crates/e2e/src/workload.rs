@@ -204,7 +204,8 @@ impl Template {
                 }]}),
                 small,
             ),
-            // Deleted at once: there is no kubelet to end a graceful deletion.
+            // Deleted at once: no kubelet (or, with --kwok, no grace) ends
+            // a graceful deletion.
             Template::LowPriority => {
                 (json!({}), json!({"terminationGracePeriodSeconds": 0}), json!({"cpu": "900m", "memory": "500Mi"}))
             }
