@@ -46,35 +46,38 @@ fn workloads_on_a_live_cluster() {
     assert!(failed.is_empty(), "failed scenarios: {failed:?} (their panics are printed above)");
 }
 
-/// Pods come and go with no hand on them: a pod that runs for 3 s on the
+/// Pods come and go with no hand on them: a pod that runs for 10 s on the
 /// only 8-GPU node succeeds (KWOK), leaves the scheduler's view (finished
-/// pods hold nothing), and the 8-GPU pod waiting behind it is bound there.
+/// pods hold nothing), and the 8-GPU pod that arrived while it ran is
+/// bound there, not before it finished.
 fn finished_pods_free_their_gpus(c: &Cluster) {
     c.kubectl(&["create", "namespace", "finish"]);
     c.kubectl_in(&["create", "-f", "-"], &gpu_nodes("finish", "finish", 1));
     let config = c.file("finish-config.yaml", &config_yaml("gs-finish", "finish", 50, 100));
     let mut sched = c.start_scheduler(&config, &c.dir.join("finish-scheduler.log"));
     let short = pod_yaml("short", "gs-finish", &[], "cpu: 1", 8)
-        .replace("metadata:\n", "metadata:\n  annotations: {gpu-scheduler.io/run-for: 3s}\n");
+        .replace("metadata:\n", "metadata:\n  annotations: {gpu-scheduler.io/run-for: 10s}\n");
     c.kubectl_in(&["create", "-n", "finish", "-f", "-"], &short);
     wait_for(60, "short running", || {
         let p = c.get_json(&["pod", "short", "-n", "finish"]);
         (p["status"]["phase"] == "Running").then_some(())
     });
     c.kubectl_in(&["create", "-n", "finish", "-f", "-"], &pod_yaml("next", "gs-finish", &[], "cpu: 1", 8));
-    let waiting = wait_for(30, "next unschedulable while short runs", || {
-        let p = c.get_json(&["pod", "next", "-n", "finish"]);
-        let cond = p["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == "PodScheduled")?.clone();
-        (cond["status"] == "False").then_some(p)
-    });
-    assert_eq!(s(&waiting["spec"]["nodeName"]), "", "{waiting}");
-    let next = wait_for(60, "next bound once short finished", || {
+    let next = wait_for(90, "next bound once short finished", || {
         let p = c.get_json(&["pod", "next", "-n", "finish"]);
         (!s(&p["spec"]["nodeName"]).is_empty()).then_some(p)
     });
     assert_eq!(s(&next["spec"]["nodeName"]), "finish-1");
     let short = c.get_json(&["pod", "short", "-n", "finish"]);
     assert_eq!(s(&short["status"]["phase"]), "Succeeded", "{short}");
+    // RFC 3339 in seconds, UTC, on both sides: ordered as strings.
+    let finished = s(&short["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"]);
+    let bound = next["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "PodScheduled" && c["status"] == "True"))
+        .map(|c| s(&c["lastTransitionTime"]))
+        .unwrap_or_default();
+    assert!(!finished.is_empty() && bound >= finished, "next bound at {bound:?}, short finished at {finished:?}");
     assert!(sched.terminate().success());
 }
 
