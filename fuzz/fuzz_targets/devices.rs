@@ -18,12 +18,13 @@ use engine::devices::{
     ANNOTATION_GPU_MEMORY_MIB, ANNOTATION_GPU_MILLI, GPU_SHARED_RESOURCE, LABEL_GPU_MEMORY,
 };
 use engine::facts::{GPU_RESOURCE, LABEL_GPU_MODEL, LABEL_GPU_PRODUCT};
+use engine::scheduler::kinds::Nodes;
 use gpu_scheduler_fuzz::Text;
 use k8s_openapi::api::core::v1::{Container, Node, NodeSpec, NodeStatus, Pod, PodSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use libfuzzer_sys::fuzz_target;
-use sim::manifests::{Object, Source};
+use sim::manifests::{ClusterObject, Object, Source};
 
 const POD_ANNOTATIONS: [&str; 6] = [
     ANNOTATION_GPU_MILLI,
@@ -117,7 +118,8 @@ fuzz_target!(|input: Input| {
     let existing = input.pods.iter().any(|p| p.bound);
     let mut m = sim::Manifests::default();
     let source = |index| Source { file: "fuzz.yaml".into(), index };
-    m.objects.push((source(0), Object::Node(Box::new(node(input.labels, input.allocatable)))));
+    let node = ClusterObject::new::<Nodes>(node(input.labels, input.allocatable));
+    m.objects.push((source(0), Object::Cluster(node)));
     for (i, p) in input.pods.into_iter().enumerate() {
         m.objects.push((source(i + 1), Object::Pod(Box::new(pod(i, p)))));
     }

@@ -68,6 +68,11 @@ pub enum Object {
 pub struct ClusterObject(Arc<dyn Registered>);
 
 impl ClusterObject {
+    /// An object of the registered kind `K`, as a manifest gives it.
+    pub fn new<K: Kind>(obj: K::Object) -> ClusterObject {
+        ClusterObject(Arc::new(Typed::<K>(obj)))
+    }
+
     /// Its kind (`Node`, `PodGroup`, ...).
     pub fn kind(&self) -> String {
         self.0.kind()
@@ -129,7 +134,7 @@ impl KindVisitor for Decoder<'_> {
         }
         self.kind_known = true;
         if K::Object::api_version(&()) == self.api_version {
-            let typed = decode::<K::Object>(self.json).map(|o| ClusterObject(Arc::new(Typed::<K>(o))));
+            let typed = decode::<K::Object>(self.json).map(ClusterObject::new::<K>);
             self.decoded = Some(typed);
         }
     }
