@@ -160,7 +160,7 @@ pub async fn run(
     let names: Vec<String> = scheduler.profiles().iter().map(|p| p.scheduler_name.clone()).collect();
     let (tx, rx) = mpsc::channel::<Input>(INPUT_QUEUE);
     let keep = engine::extender::sources_needed(scheduler.extenders());
-    let unserved = watch::unserved(&clients.main).await;
+    let unserved = watch::unserved(&clients.main, true).await;
     let sources = watch::spawn_all(&clients.main, &names, keep, &unserved, tx.clone());
     // Node facts from outside the Node objects, off the scheduling path.
     let facts = scheduler.cache().facts_config().clone();

@@ -54,7 +54,7 @@ pub async fn write(client: &Client, out: &mut impl std::io::Write) -> Result<Sna
     }
     let mut listers = Listers(Vec::new());
     visit_kinds(&mut listers);
-    let unserved = crate::watch::unserved(client).await;
+    let unserved = crate::watch::unserved(client, false).await;
 
     let mut counts = SnapshotCounts::default();
     writeln!(out, "# gpu-scheduler snapshot: simulate with `gpu-scheduler simulate FILE`").map_err(io)?;

@@ -64,8 +64,9 @@ pub async fn served<K: Resource<DynamicType = ()>>(client: &Client) -> bool {
 }
 
 /// The registered kinds a cluster may not serve and this one does not
-/// (by kind name), each said once with what is lost without it.
-pub async fn unserved(client: &Client) -> HashSet<String> {
+/// (by kind name); with `warn_lost`, each is said once with what the
+/// scheduler loses without it.
+pub async fn unserved(client: &Client, warn_lost: bool) -> HashSet<String> {
     type Probe = for<'c> fn(&'c Client) -> BoxFuture<'c, bool>;
     fn probe<K: Kind>(client: &Client) -> BoxFuture<'_, bool> {
         Box::pin(served::<K::Object>(client))
@@ -85,7 +86,11 @@ pub async fn unserved(client: &Client) -> HashSet<String> {
     let mut missing = HashSet::new();
     for (kind, api, lost, probe) in optional.0 {
         if !probe(client).await {
-            warn!("{kind}s ({api}) are not served: {lost}");
+            if warn_lost {
+                warn!("{kind}s ({api}) are not served: {lost}");
+            } else {
+                debug!("{kind}s ({api}) are not served");
+            }
             missing.insert(kind);
         }
     }
