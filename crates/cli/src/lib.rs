@@ -316,6 +316,11 @@ struct ReplayArgs {
     /// reports mean and p95 wait (the pod list needs creation_time).
     #[arg(long, conflicts_with = "inflate")]
     timed: bool,
+    /// With --timed: also write where and when every pod ran, as CSV
+    /// (pod,node,arrival_s,start_s,end_s; node and start blank for a pod
+    /// never placed, end blank for one that ran to the end).
+    #[arg(long, value_name = "FILE.csv", requires = "timed", conflicts_with = "compare")]
+    placements: Option<PathBuf>,
 }
 
 /// Exit code for bad configuration or arguments, as `check-config` promises.
@@ -532,6 +537,10 @@ impl App {
             return comparison(&runs, args.output, None, "replay --timed --compare", &mut std::io::stdout().lock());
         }
         let replay = run(args.config.as_ref())?;
+        if let Some(path) = &args.placements {
+            std::fs::write(path, report::placements_csv(&replay.placements))
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
         let mut out = std::io::stdout().lock();
         match args.output {
             Output::Json => writeln!(out, "{}", report::timed_json(&replay))?,

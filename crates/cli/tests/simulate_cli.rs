@@ -772,8 +772,8 @@ fn replay_reports_the_curve_and_rejects_bad_csv() {
 }
 
 /// `replay --timed`: the `wait` object in JSON, forecast off and on side
-/// by side with `--compare`, and a pod list without arrival times refused
-/// with exit code 2.
+/// by side with `--compare`, every pod's placement with `--placements`,
+/// and a pod list without arrival times refused with exit code 2.
 #[test]
 fn timed_replay_reports_waits() {
     let trace = ["replay", "--timed", "--format", "openb", "--nodes", "bench/forecast/nodes.csv"];
@@ -799,6 +799,29 @@ fn timed_replay_reports_waits() {
     assert_eq!(row.matches(" s / ").count(), 2, "mean / p95 for each config: {}", out.stdout);
 
     let dir = scratch("timed");
+    // --placements: every pod, where and when it ran, agreeing with the
+    // JSON's totals (the live replay's prediction reads this file).
+    let file = dir.join("placements.csv");
+    let placements = ["--placements", file.to_str().unwrap()];
+    let out = run(&[&trace[..], &pods[..], &on[..], &placements[..]].concat());
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let csv = std::fs::read_to_string(&file).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("pod,node,arrival_s,start_s,end_s"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 960);
+    let placed = rows.iter().filter(|r| !r[1].is_empty()).count();
+    assert_eq!(Some(placed as u64), v["placed"].as_u64());
+    for r in &rows {
+        let (arrival, start): (f64, f64) = (r[2].parse().unwrap(), r[3].parse().unwrap_or(f64::INFINITY));
+        assert!(start >= arrival, "a pod starts after it arrives: {r:?}");
+        if let Ok(end) = r[4].parse::<f64>() {
+            assert!(end > start, "{r:?}");
+        }
+    }
+    let out = run(&[&trace[..], &pods[..], &compare[..], &placements[..]].concat());
+    assert_eq!(out.code, Some(2), "--placements is for one run, not --compare: {}", out.stderr);
+
     let untimed = write(&dir, "pods.csv", TRACE_PODS);
     let out = run(&[&trace[..], &["--pods", &untimed][..]].concat());
     assert_eq!(out.code, Some(2), "{}", out.stderr);

@@ -520,6 +520,19 @@ pub fn timed_json(r: &crate::timed::TimedReplay) -> Value {
     })
 }
 
+/// `replay --timed --placements FILE.csv`: where and when every pod ran,
+/// seconds with millisecond precision from the trace's start.
+pub fn placements_csv(placements: &[crate::timed::TimedPlacement]) -> String {
+    let secs = |ms: u64| format!("{}.{:03}", ms / 1000, ms % 1000);
+    let mut out = String::from("pod,node,arrival_s,start_s,end_s\n");
+    for p in placements {
+        let (node, start) = p.placed.as_ref().map_or((String::new(), String::new()), |(n, t)| (n.clone(), secs(*t)));
+        let end = p.end_ms.map(secs).unwrap_or_default();
+        out.push_str(&format!("{},{node},{},{start},{end}\n", p.pod, secs(p.arrival_ms)));
+    }
+    out
+}
+
 /// `replay --timed --output table`: waits overall, for GPU pods and per
 /// queue, and the forecasts that held nodes.
 pub fn timed_table(r: &crate::timed::TimedReplay) -> String {

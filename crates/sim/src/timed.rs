@@ -86,6 +86,20 @@ pub struct TimedReplay {
     /// The replay's last instant, seconds from the trace's start.
     pub end_s: u64,
     pub seed: u64,
+    /// Every pod of the trace, in order of arrival.
+    pub placements: Vec<TimedPlacement>,
+}
+
+/// Where and when one pod of the trace ran (the trace's pod name; times
+/// in ms from the trace's start).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimedPlacement {
+    pub pod: String,
+    pub arrival_ms: Millis,
+    /// Node and start, None for a pod never placed.
+    pub placed: Option<(String, Millis)>,
+    /// When it left: start + its run time, None when it ran to the end.
+    pub end_ms: Option<Millis>,
 }
 
 /// A pod of the trace that arrives.
@@ -122,6 +136,11 @@ pub fn replay_timed(
         arrivals.sort_by(|a, b| a.at.cmp(&b.at).then_with(|| a.pod.name.cmp(&b.pod.name)));
         let total = arrivals.len();
 
+        let mut placements: Vec<TimedPlacement> = arrivals
+            .iter()
+            .map(|a| TimedPlacement { pod: a.pod.name.clone(), arrival_ms: a.at, placed: None, end_ms: None })
+            .collect();
+        let index: HashMap<String, usize> = arrivals.iter().enumerate().map(|(i, a)| (a.pod.uid.clone(), i)).collect();
         // Pods arrived and not placed yet: uid → (arrival, queue, asks for GPUs, run time).
         let mut waiting: HashMap<String, (Millis, String, bool, Option<Millis>)> = HashMap::new();
         let mut waits: Vec<(Millis, String, bool)> = Vec::new();
@@ -168,10 +187,16 @@ pub fn replay_timed(
                     continue;
                 }
                 let uid = bound.uid.clone();
+                if let (Some(&i), Some(node)) = (index.get(&uid), &bound.node_name) {
+                    placements[i].placed = Some((node.clone(), now));
+                }
                 sched.on_pod_upsert(bound, now);
                 let Some((at, queue, gpu, run)) = waiting.remove(&uid) else { continue };
                 waits.push((now - at, queue, gpu));
                 if let Some(run) = run {
+                    if let Some(&i) = index.get(&uid) {
+                        placements[i].end_ms = Some(now + run);
+                    }
                     running.push(Reverse((now + run, uid)));
                 }
             }
@@ -208,6 +233,7 @@ pub fn replay_timed(
             held_forecasts: held.into_values().collect(),
             end_s: now / 1000,
             seed,
+            placements,
         })
     })
 }

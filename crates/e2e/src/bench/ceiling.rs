@@ -19,8 +19,8 @@ use kube::{Api, Client};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::retrying;
 use crate::workload::node_name;
+use gpu_scheduler_e2e::cluster::retrying;
 
 /// Bindings in flight by default (`--ceiling-in-flight` changes it): on
 /// the 2-core machine of BENCHMARKS.md the API server is busy long before

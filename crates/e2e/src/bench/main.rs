@@ -21,30 +21,20 @@
 //! Results: target/bench/e2e-[MODE-][WORKLOAD-]N-M.{json,md,svg}.
 
 mod ceiling;
-mod client;
 mod contender;
 mod results;
 mod workload;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
+use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Parser, ValueEnum};
 use futures::{StreamExt, TryStreamExt};
+use gpu_scheduler_e2e::client;
+use gpu_scheduler_e2e::cluster::{ClusterGuard, IN_FLIGHT, SETTLE, create};
 use k8s_openapi::api::core::v1::Node;
-use kube::api::PostParams;
 use kube::{Api, Client};
 use workload::Workload;
-
-/// Client limits for every client of the run, as scheduler_perf sets them.
-const CLIENT_QPS: u32 = 5000;
-/// Quiet time after the nodes are created and between contenders, so that
-/// no contender pays for another's clean-up.
-const SETTLE: Duration = Duration::from_secs(10);
-/// Requests the harness keeps in flight when creating objects.
-const IN_FLIGHT: usize = 64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
@@ -143,52 +133,6 @@ async fn main() -> Result<()> {
     Ok(())
 }
 
-/// The control plane, stopped when dropped.
-pub struct ClusterGuard {
-    repo: PathBuf,
-    dir: PathBuf,
-    kubeconfig: PathBuf,
-    bin: PathBuf,
-}
-
-impl ClusterGuard {
-    /// A fresh cluster, with KWOK when `kwok`: whatever an interrupted run
-    /// left is removed first.
-    fn up(repo: &Path, dir: &Path, kwok: bool) -> Result<ClusterGuard> {
-        let _ = Command::new(repo.join("tools/k8s/cluster")).arg("down").env("GPU_SCHEDULER_CLUSTER_DIR", dir).status();
-        let status = Command::new(repo.join("tools/k8s/cluster"))
-            .arg("up")
-            .env("GPU_SCHEDULER_CLUSTER_DIR", dir)
-            .env("GPU_SCHEDULER_KWOK", if kwok { "1" } else { "" })
-            .status()
-            .context("running tools/k8s/cluster up")?;
-        if !status.success() {
-            bail!("tools/k8s/cluster up failed");
-        }
-        let bin = std::fs::read_to_string(dir.join("run/bin")).context("the cluster's bin directory")?;
-        Ok(ClusterGuard {
-            repo: repo.to_path_buf(),
-            dir: dir.to_path_buf(),
-            kubeconfig: dir.join("kubeconfig"),
-            bin: PathBuf::from(bin.trim()),
-        })
-    }
-
-    /// The API server's process id, to read its CPU time.
-    fn apiserver_pid(&self) -> Option<u32> {
-        std::fs::read_to_string(self.dir.join("run/apiserver.pid")).ok()?.trim().parse().ok()
-    }
-}
-
-impl Drop for ClusterGuard {
-    fn drop(&mut self) {
-        let _ = Command::new(self.repo.join("tools/k8s/cluster"))
-            .arg("down")
-            .env("GPU_SCHEDULER_CLUSTER_DIR", &self.dir)
-            .status();
-    }
-}
-
 async fn create_nodes(client: &Client, workload: Workload, n: usize) -> Result<()> {
     let api: Api<Node> = Api::all(client.clone());
     let now = jiff::Timestamp::now();
@@ -201,40 +145,4 @@ async fn create_nodes(client: &Client, workload: Workload, n: usize) -> Result<(
         .try_collect::<Vec<()>>()
         .await?;
     Ok(())
-}
-
-/// Creates `obj`, retrying a few times when the connection fails (an
-/// overloaded API server drops some); one that exists already counts.
-pub async fn create<K>(api: &Api<K>, obj: &K) -> Result<()>
-where
-    K: kube::Resource + Clone + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
-{
-    let post = PostParams::default();
-    match retrying(|| api.create(&post, obj)).await {
-        Ok(_) => Ok(()),
-        Err(e) if matches!(e.downcast_ref::<kube::Error>(), Some(kube::Error::Api(s)) if s.code == 409) => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
-/// Runs a request again when the connection fails or the API server is
-/// overloaded (it drops some connections after a burst); other errors
-/// return at once.
-pub async fn retrying<T, F, Fut>(mut call: F) -> Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = kube::Result<T>>,
-{
-    let mut attempt = 0;
-    loop {
-        match call().await {
-            Ok(v) => return Ok(v),
-            Err(kube::Error::Api(s)) if s.code != 429 && s.code < 500 => return Err(kube::Error::Api(s).into()),
-            Err(e) if attempt >= 5 => return Err(e.into()),
-            Err(_) => {
-                attempt += 1;
-                tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
-            }
-        }
-    }
 }

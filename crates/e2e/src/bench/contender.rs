@@ -3,7 +3,6 @@
 //! process's cost read from /proc, its pods and namespace removed after.
 
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -16,7 +15,10 @@ use kube::{Api, Client};
 use serde_json::json;
 
 use crate::workload::{Placement, Workload, pod_name};
-use crate::{Args, CLIENT_QPS, ClusterGuard, IN_FLIGHT, Mode, SETTLE, ceiling, create, retrying};
+use gpu_scheduler_e2e::cluster::{ClusterGuard, IN_FLIGHT, SETTLE, create, retrying};
+use gpu_scheduler_e2e::process::{Process, cpu_seconds};
+
+use crate::{Args, Mode, ceiling};
 
 /// One contender's figures in one run.
 #[derive(Debug, Clone, Default)]
@@ -77,92 +79,6 @@ impl Run {
     }
 }
 
-/// CPU seconds of a process so far, from /proc.
-pub fn cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces): utime is the
-    // 14th field, stime the 15th, in clock ticks (100 per second).
-    let (_, rest) = stat.rsplit_once(')')?;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / 100.0)
-}
-
-/// A scheduler process, and how to read its cost.
-struct Process {
-    child: Child,
-}
-
-impl Process {
-    /// Peak RSS (MiB) and CPU seconds so far, from /proc.
-    fn usage(&self) -> (Option<f64>, Option<f64>) {
-        let pid = self.child.id();
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        let rss = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-            .map(|kib| kib / 1024.0);
-        (rss, cpu_seconds(pid))
-    }
-
-    fn stop(mut self) {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        for _ in 0..100 {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_gpu_scheduler(args: &Args, cluster: &ClusterGuard, scheduler: &str) -> Result<Process> {
-    let config = cluster.dir.join("gpu-scheduler-config.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "apiVersion: gpu-scheduler.io/v1alpha1\nkind: GpuSchedulerConfiguration\nleaderElection: {{leaderElect: false}}\nclientConnection: {{qps: {CLIENT_QPS}, burst: {CLIENT_QPS}}}\nprofiles:\n- schedulerName: {scheduler}\n"
-        ),
-    )?;
-    let log = std::fs::File::create(cluster.dir.join("gpu-scheduler.log"))?;
-    let child = Command::new(&args.gpu_scheduler)
-        .arg("run")
-        .arg("--kubeconfig")
-        .arg(&cluster.kubeconfig)
-        .arg("--config")
-        .arg(&config)
-        .args(["--http-address", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .with_context(|| format!("starting {}", args.gpu_scheduler.display()))?;
-    Ok(Process { child })
-}
-
-fn start_kube_scheduler(cluster: &ClusterGuard, scheduler: &str) -> Result<Process> {
-    let config = cluster.dir.join("kube-scheduler-config.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nclientConnection:\n  kubeconfig: {}\n  qps: {CLIENT_QPS}\n  burst: {CLIENT_QPS}\nleaderElection: {{leaderElect: false}}\nprofiles:\n- schedulerName: {scheduler}\n",
-            cluster.kubeconfig.display()
-        ),
-    )?;
-    let log = std::fs::File::create(cluster.dir.join("kube-scheduler.log"))?;
-    let child = Command::new(cluster.bin.join("kube-scheduler"))
-        .arg("--config")
-        .arg(&config)
-        .args(["--secure-port", "0", "-v", "1"])
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .context("starting kube-scheduler")?;
-    Ok(Process { child })
-}
-
 /// What runs while the pods are bound: a scheduler process or the ceiling.
 enum Running {
     Process(Process),
@@ -178,15 +94,17 @@ impl Running {
         scheduler: &str,
     ) -> Result<Running> {
         Ok(match name {
-            "gpu-scheduler" => Running::Process(start_gpu_scheduler(args, cluster, scheduler)?),
-            "kube-scheduler" => Running::Process(start_kube_scheduler(cluster, scheduler)?),
+            "gpu-scheduler" => Running::Process(Process::gpu_scheduler(&args.gpu_scheduler, cluster, scheduler, "")?),
+            "kube-scheduler" => {
+                Running::Process(Process::kube_scheduler(&cluster.bin.join("kube-scheduler"), cluster, scheduler, "")?)
+            }
             _ => {
                 let client = if args.ceiling_http1 {
-                    crate::client::http1(&cluster.kubeconfig).await?
+                    gpu_scheduler_e2e::client::http1(&cluster.kubeconfig).await?
                 } else {
-                    crate::client::http2(&cluster.kubeconfig).await?
+                    gpu_scheduler_e2e::client::http2(&cluster.kubeconfig).await?
                 };
-                eprintln!("   the ceiling's client speaks {}", crate::client::version(&client).await?);
+                eprintln!("   the ceiling's client speaks {}", gpu_scheduler_e2e::client::version(&client).await?);
                 let c = ceiling::Ceiling::new(client, namespace, scheduler, args.nodes, args.ceiling_in_flight);
                 Running::Ceiling(Box::new(match args.mode {
                     Mode::Stream => c.watching(),

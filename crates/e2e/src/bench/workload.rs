@@ -81,7 +81,7 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 
 /// The PodGroup CRD gpu-scheduler reads gangs from.
-const POD_GROUP_CRD: &str = include_str!("../../../deploy/crds/scheduling.x-k8s.io_podgroups.yaml");
+const POD_GROUP_CRD: &str = include_str!("../../../../deploy/crds/scheduling.x-k8s.io_podgroups.yaml");
 /// Members of each gang of the `gang` workload (scheduler_perf's podsPerGroup).
 pub const GANG_SIZE: usize = 3;
 /// The PriorityClass of the `preemption` workload's measured pods.
