@@ -31,8 +31,8 @@ fn the_simulator_predicts_the_live_run() {
         out: repo.join("target/live-tests/live_replay"),
     };
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
-    let outcome = runtime.block_on(live::replay(&opts, &repo)).expect("the live replay");
-    live::write(&opts, &outcome, "live-replay-small").expect("writing the results");
+    let write = |o: &live::Outcome| live::write(&opts, o, "live-replay-small");
+    let outcome = runtime.block_on(live::replay(&opts, &repo, write)).expect("the live replay");
     let (run, sim) = (&outcome.runs[0], outcome.sim.as_ref().expect("the prediction"));
 
     let created = run.pods.values().filter(|o| o.created_s.is_some()).count();

@@ -6,8 +6,12 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
 use kube::api::PostParams;
+use kube::runtime::watcher;
 
 /// Client limits for every client of a run, as scheduler_perf sets them.
 pub const CLIENT_QPS: u32 = 5000;
@@ -16,6 +20,9 @@ pub const CLIENT_QPS: u32 = 5000;
 pub const SETTLE: Duration = Duration::from_secs(10);
 /// Requests a harness keeps in flight when creating objects.
 pub const IN_FLIGHT: usize = 64;
+/// The PodGroup CRD (scheduler-plugins' API) that gpu-scheduler and
+/// scheduler-plugins' Coscheduling read gangs from.
+const POD_GROUP_CRD: &str = include_str!("../../../deploy/crds/scheduling.x-k8s.io_podgroups.yaml");
 
 /// The control plane, stopped when dropped.
 pub struct ClusterGuard {
@@ -97,5 +104,68 @@ where
                 tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
             }
         }
+    }
+}
+
+/// Watches `pods`, calling `on_pod` with every pod as it is listed and as
+/// it changes; returns (with the watch's task) once the watch has listed
+/// what exists, or after two minutes.
+pub async fn watch_pods(pods: &Api<Pod>, mut on_pod: impl FnMut(Pod) + Send + 'static) -> tokio::task::JoinHandle<()> {
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    let pods = pods.clone();
+    let handle = tokio::spawn(async move {
+        let mut ready = Some(ready_tx);
+        let mut stream = watcher(pods, watcher::Config::default()).boxed();
+        while let Some(e) = stream.next().await {
+            match e {
+                Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => on_pod(p),
+                Ok(watcher::Event::InitDone) => {
+                    if let Some(tx) = ready.take() {
+                        let _ = tx.send(());
+                    }
+                }
+                _ => {}
+            }
+        }
+    });
+    let _ = tokio::time::timeout(Duration::from_secs(120), ready_rx).await;
+    handle
+}
+
+/// Applies deploy/crds' PodGroup CRD and waits until the API server serves
+/// it: Coscheduling waits for its PodGroup informer before it schedules.
+pub async fn apply_pod_group_crd(client: &kube::Client) -> Result<()> {
+    let crd: CustomResourceDefinition =
+        serde_yaml_ng::from_str(POD_GROUP_CRD).context("reading deploy/crds/scheduling.x-k8s.io_podgroups.yaml")?;
+    let name = crd.metadata.name.clone().unwrap_or_default();
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    create(&api, &crd).await.context("creating the PodGroup CRD")?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let established = api
+            .get_opt(&name)
+            .await?
+            .and_then(|c| c.status)
+            .and_then(|s| s.conditions)
+            .is_some_and(|conditions| conditions.iter().any(|c| c.type_ == "Established" && c.status == "True"));
+        if established {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            bail!("the CRD {name} is not established after 30 s");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pod_group_crd_reads() {
+        let crd: CustomResourceDefinition = serde_yaml_ng::from_str(POD_GROUP_CRD).expect("the CRD");
+        assert_eq!(crd.metadata.name.as_deref(), Some("podgroups.scheduling.x-k8s.io"));
+        assert!(crd.spec.versions.iter().any(|v| v.name == "v1alpha1" && v.served));
     }
 }

@@ -98,6 +98,13 @@ impl Process {
 
     /// SIGTERM, then SIGKILL after 10 s.
     pub fn stop(mut self) {
+        self.terminate();
+    }
+
+    fn terminate(&mut self) {
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            return;
+        }
         let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
         for _ in 0..100 {
             if matches!(self.child.try_wait(), Ok(Some(_))) {
@@ -107,5 +114,12 @@ impl Process {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A run that fails part-way leaves no scheduler behind.
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.terminate();
     }
 }

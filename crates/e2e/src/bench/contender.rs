@@ -10,12 +10,11 @@ use anyhow::{Context, Result, bail};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{DeleteParams, ListParams, PostParams};
-use kube::runtime::watcher;
 use kube::{Api, Client};
 use serde_json::json;
 
 use crate::workload::{Placement, Workload, pod_name};
-use gpu_scheduler_e2e::cluster::{ClusterGuard, IN_FLIGHT, SETTLE, create, retrying};
+use gpu_scheduler_e2e::cluster::{ClusterGuard, IN_FLIGHT, SETTLE, create, retrying, watch_pods};
 use gpu_scheduler_e2e::process::{Process, cpu_seconds};
 
 use crate::{Args, Mode, ceiling};
@@ -146,36 +145,14 @@ type Bound = Arc<Mutex<HashMap<String, (Instant, String)>>>;
 /// Returns once the watch has listed what exists.
 async fn watch_bindings(pods: &Api<Pod>) -> (Bound, tokio::task::JoinHandle<()>) {
     let bound: Bound = Arc::default();
-    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-    let handle = {
-        let bound = bound.clone();
-        let pods = pods.clone();
-        tokio::spawn(async move {
-            let mut ready = Some(ready_tx);
-            let mut stream = watcher(pods, watcher::Config::default()).boxed();
-            while let Some(e) = stream.next().await {
-                match e {
-                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
-                        if let Some(node) = p.spec.and_then(|s| s.node_name) {
-                            let name = p.metadata.name.unwrap_or_default();
-                            bound
-                                .lock()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .entry(name)
-                                .or_insert_with(|| (Instant::now(), node));
-                        }
-                    }
-                    Ok(watcher::Event::InitDone) => {
-                        if let Some(tx) = ready.take() {
-                            let _ = tx.send(());
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        })
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(120), ready_rx).await;
+    let noted = bound.clone();
+    let handle = watch_pods(pods, move |p| {
+        if let Some(node) = p.spec.and_then(|s| s.node_name) {
+            let name = p.metadata.name.unwrap_or_default();
+            noted.lock().unwrap_or_else(|e| e.into_inner()).entry(name).or_insert_with(|| (Instant::now(), node));
+        }
+    })
+    .await;
     (bound, handle)
 }
 

@@ -69,19 +69,16 @@
 //! pods count as they do there and go with the namespace.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
-/// The PodGroup CRD gpu-scheduler reads gangs from.
-const POD_GROUP_CRD: &str = include_str!("../../../../deploy/crds/scheduling.x-k8s.io_podgroups.yaml");
 /// Members of each gang of the `gang` workload (scheduler_perf's podsPerGroup).
 pub const GANG_SIZE: usize = 3;
 /// The PriorityClass of the `preemption` workload's measured pods.
@@ -519,7 +516,7 @@ impl Workload {
             create_all(&Api::all(client.clone()), vec![Ok(class)]).await.context("creating the PriorityClass")?;
         }
         if self == Workload::Gang {
-            apply_pod_group_crd(client).await?;
+            gpu_scheduler_e2e::cluster::apply_pod_group_crd(client).await?;
             let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("scheduling.x-k8s.io", "v1alpha1", "PodGroup"));
             let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
             let groups = (0..pods / GANG_SIZE).map(|n| {
@@ -602,31 +599,6 @@ where
         .try_collect::<Vec<()>>()
         .await?;
     Ok(())
-}
-
-/// Applies deploy/crds' PodGroup CRD and waits until the API server serves it.
-async fn apply_pod_group_crd(client: &Client) -> Result<()> {
-    let crd: CustomResourceDefinition =
-        serde_yaml_ng::from_str(POD_GROUP_CRD).context("reading deploy/crds/scheduling.x-k8s.io_podgroups.yaml")?;
-    let name = crd.metadata.name.clone().unwrap_or_default();
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    create_all(&api, vec![Ok(crd)]).await.context("creating the PodGroup CRD")?;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let established = api
-            .get_opt(&name)
-            .await?
-            .and_then(|c| c.status)
-            .and_then(|s| s.conditions)
-            .is_some_and(|conditions| conditions.iter().any(|c| c.type_ == "Established" && c.status == "True"));
-        if established {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("the CRD {name} is not established after 30 s");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 /// Placement quality of one contender on the mixed workload.
@@ -887,13 +859,6 @@ mod tests {
             let (labels, _) = spec(Workload::Gang, i);
             assert_eq!(labels.get("scheduling.x-k8s.io/pod-group"), Some(&gang_name(i / 3)));
         }
-    }
-
-    #[test]
-    fn the_pod_group_crd_reads() {
-        let crd: CustomResourceDefinition = serde_yaml_ng::from_str(POD_GROUP_CRD).expect("the CRD");
-        assert_eq!(crd.metadata.name.as_deref(), Some("podgroups.scheduling.x-k8s.io"));
-        assert!(crd.spec.versions.iter().any(|v| v.name == "v1alpha1" && v.served));
     }
 
     #[test]

@@ -71,8 +71,10 @@ async fn main() -> Result<()> {
         out: a.out,
     };
     let repo = std::env::current_dir()?;
-    let outcome = live::replay(&opts, &repo).await?;
     let stem = a.pods.file_stem().and_then(|s| s.to_str()).unwrap_or("pods").to_string();
-    let name = format!("live-replay-{stem}-{}n-{}m", outcome.nodes.len(), a.minutes);
-    live::write(&opts, &outcome, &name)
+    let name = |o: &live::Outcome| format!("live-replay-{stem}-{}n-{}m", o.nodes.len(), a.minutes);
+    let outcome = live::replay(&opts, &repo, |o| live::write(&opts, o, &name(o))).await?;
+    let md = std::fs::read_to_string(opts.out.join(format!("{}.md", name(&outcome))))?;
+    eprintln!("{md}");
+    Ok(())
 }

@@ -121,8 +121,10 @@ async fn create_nodes(client: &kube::Client, nodes: &[TraceNode]) -> Result<()> 
 }
 
 /// The whole replay: prepare, predict, then every contender live on one
-/// KWOK cluster (started in `out/cluster`, stopped at the end).
-pub async fn replay(opts: &Options, repo: &Path) -> Result<Outcome> {
+/// KWOK cluster (started in `out/cluster`, stopped at the end);
+/// `after_run` sees the outcome so far after every run (to write it, so
+/// that a run that fails later loses nothing).
+pub async fn replay(opts: &Options, repo: &Path, mut after_run: impl FnMut(&Outcome) -> Result<()>) -> Result<Outcome> {
     if opts.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
@@ -136,9 +138,10 @@ pub async fn replay(opts: &Options, repo: &Path) -> Result<Outcome> {
     std::fs::create_dir_all(&cluster_dir)?;
     let cluster = ClusterGuard::up(repo, &cluster_dir, true)?;
     let client = crate::client::http1(&cluster.kubeconfig).await?;
+    crate::cluster::apply_pod_group_crd(&client).await?;
     create_nodes(&client, &nodes).await?;
     tokio::time::sleep(SETTLE).await;
-    let mut runs = Vec::new();
+    let mut outcome = Outcome { nodes, pods, runs: Vec::new(), sim };
     for round in 0..opts.repeat {
         let mut order = opts.contenders.clone();
         if round % 2 == 1 {
@@ -146,13 +149,14 @@ pub async fn replay(opts: &Options, repo: &Path) -> Result<Outcome> {
         }
         for name in &order {
             eprintln!("== round {}/{}: {name}", round + 1, opts.repeat);
-            let r = run::run(&opts.setup, &cluster, &client, name, round, &pods).await?;
-            let f = report::figures(&pods, &r.pods, nodes.iter().map(|n| n.gpus).sum(), r.end_s);
+            let r = run::run(&opts.setup, &cluster, &client, name, round, &outcome.pods).await?;
+            let f = report::figures(&outcome.pods, &r.pods, outcome.gpus(), r.end_s);
             eprintln!("   mean GPU allocation {:.2} %, never ran {}", f.mean_allocation, f.never_ran);
-            runs.push(r);
+            outcome.runs.push(r);
+            after_run(&outcome)?;
         }
     }
-    Ok(Outcome { nodes, pods, runs, sim })
+    Ok(outcome)
 }
 
 /// Writes `NAME.{json,md,svg}` under `out`.
@@ -177,6 +181,10 @@ pub fn write(opts: &Options, outcome: &Outcome, name: &str) -> Result<()> {
     std::fs::write(opts.out.join(format!("{name}.json")), serde_json::to_string_pretty(&r.json())?)?;
     std::fs::write(opts.out.join(format!("{name}.md")), r.markdown())?;
     std::fs::write(opts.out.join(format!("{name}.svg")), r.svg())?;
-    eprintln!("{}", r.markdown());
+    // Each run's pods, to recompute any figure without running again.
+    for run in &outcome.runs {
+        let file = opts.out.join(format!("{name}-{}-{}.csv", run.name, run.round + 1));
+        std::fs::write(file, report::outcomes_csv(&outcome.pods, run))?;
+    }
     Ok(())
 }

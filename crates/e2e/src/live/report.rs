@@ -109,6 +109,19 @@ pub fn figures(pods: &[LivePod], outcomes: &HashMap<String, PodOutcome>, gpus: u
     Figures { curve, mean_allocation, delays, never_ran: never.values().sum(), last_binding_s: last_binding }
 }
 
+/// A run's pods as CSV (pod,created_s,bound_s,node,finished_s; blank
+/// where it did not happen).
+pub fn outcomes_csv(pods: &[LivePod], run: &LiveRun) -> String {
+    let t = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.3}"));
+    let mut out = String::from("pod,created_s,bound_s,node,finished_s\n");
+    for p in pods {
+        let o = run.pods.get(&p.name).cloned().unwrap_or_default();
+        let (bound, node) = o.bound.map_or((None, String::new()), |(t, n)| (Some(t), n));
+        let _ = writeln!(out, "{},{},{},{node},{}", p.name, t(o.created_s), t(bound), t(o.finished_s));
+    }
+    out
+}
+
 /// The simulator's outcomes from `replay --timed --placements` (CSV:
 /// pod,node,arrival_s,start_s,end_s).
 pub fn read_placements(text: &str) -> Result<HashMap<String, PodOutcome>> {
@@ -497,5 +510,6 @@ mod tests {
         assert!(md.contains("| 1 | gpu-scheduler | 50.00 |") && md.contains("| 1 | kube-scheduler |"), "{md}");
         assert_eq!(r.json()["median_mean_allocation"]["kube-scheduler"], 50.0);
         assert!(r.svg().contains("#d62728"));
+        assert_eq!(outcomes_csv(&pods, &runs[0]), "pod,created_s,bound_s,node,finished_s\na,0.000,1.000,n,\n");
     }
 }

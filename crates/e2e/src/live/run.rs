@@ -12,11 +12,10 @@ use anyhow::{Context, Result, bail};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{DeleteParams, ListParams, PostParams};
-use kube::runtime::watcher;
 use kube::{Api, Client};
 use serde_json::json;
 
-use crate::cluster::{ClusterGuard, IN_FLIGHT, SETTLE, create, retrying};
+use crate::cluster::{ClusterGuard, IN_FLIGHT, SETTLE, create, retrying, watch_pods};
 use crate::live::trace::{self, LivePod};
 use crate::process::Process;
 
@@ -80,42 +79,25 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Watches `pods` and notes, against `start`, when each is first seen
-/// bound and finished. Returns once the watch has listed what exists.
+/// bound and finished.
 async fn watch(pods: &Api<Pod>, start: Instant) -> (Seen, tokio::task::JoinHandle<()>) {
     let seen: Seen = Arc::default();
-    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-    let handle = {
-        let (seen, pods) = (seen.clone(), pods.clone());
-        tokio::spawn(async move {
-            let mut ready = Some(ready_tx);
-            let mut stream = watcher(pods, watcher::Config::default()).boxed();
-            while let Some(e) = stream.next().await {
-                match e {
-                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
-                        let now = start.elapsed().as_secs_f64();
-                        let name = p.metadata.name.unwrap_or_default();
-                        let node = p.spec.and_then(|s| s.node_name);
-                        let done = p.status.and_then(|s| s.phase).is_some_and(|ph| ph == "Succeeded" || ph == "Failed");
-                        let mut seen = lock(&seen);
-                        let o = seen.entry(name).or_default();
-                        if let (None, Some(node)) = (&o.bound, node) {
-                            o.bound = Some((now, node));
-                        }
-                        if done && o.finished_s.is_none() {
-                            o.finished_s = Some(now);
-                        }
-                    }
-                    Ok(watcher::Event::InitDone) => {
-                        if let Some(tx) = ready.take() {
-                            let _ = tx.send(());
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        })
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(120), ready_rx).await;
+    let noted = seen.clone();
+    let handle = watch_pods(pods, move |p| {
+        let now = start.elapsed().as_secs_f64();
+        let name = p.metadata.name.unwrap_or_default();
+        let node = p.spec.and_then(|s| s.node_name);
+        let done = p.status.and_then(|s| s.phase).is_some_and(|ph| ph == "Succeeded" || ph == "Failed");
+        let mut seen = lock(&noted);
+        let o = seen.entry(name).or_default();
+        if let (None, Some(node)) = (&o.bound, node) {
+            o.bound = Some((now, node));
+        }
+        if done && o.finished_s.is_none() {
+            o.finished_s = Some(now);
+        }
+    })
+    .await;
     (seen, handle)
 }
 
