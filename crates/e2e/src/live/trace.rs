@@ -223,8 +223,9 @@ pub fn reshape(nodes: &[TraceNode], pods: &[TracePod], shape: &Shape) -> Result<
     if !(shape.duration_scale > 0.0 && shape.duration_scale.is_finite()) {
         bail!("--duration-scale must be a positive number, not {}", shape.duration_scale);
     }
-    if !(shape.inflate >= 0.0 && shape.inflate.is_finite()) {
-        bail!("--inflate must be a non-negative number, not {}", shape.inflate);
+    // As `replay --inflate`: at most 10 times the cluster's GPUs.
+    if !(0.0..=10.0).contains(&shape.inflate) {
+        bail!("--inflate must be a number from 0 to 10, not {}", shape.inflate);
     }
     let kept_nodes = match shape.nodes {
         Some(0) => bail!("--nodes must be at least 1"),
@@ -437,6 +438,11 @@ mod tests {
             "durations from the start (p3 started at 230), or the creation when none (p2)"
         );
         let scaled = reshape(&nodes, &pods, &Shape { duration_scale: 0.001, ..shape(0.0) }).unwrap().1;
+        for (bad, what) in
+            [(Shape { inflate: 11.0, ..shape(0.0) }, "--inflate"), (Shape { minutes: 0.0, ..shape(0.0) }, "--minutes")]
+        {
+            assert!(reshape(&nodes, &pods, &bad).unwrap_err().to_string().starts_with(what), "{bad:?}");
+        }
         assert!(scaled.iter().all(|p| p.run_s >= 1), "a pod runs at least a second");
     }
 
