@@ -249,7 +249,8 @@ pub fn reshape(nodes: &[TraceNode], pods: &[TracePod], shape: &Shape) -> Result<
         .map(|p| {
             let began = p.scheduled.filter(|&s| s >= p.creation).unwrap_or(p.creation).max(start);
             let run = p.deletion.saturating_sub(began) as f64 * shape.duration_scale;
-            Unrounded {
+            let arrival = (p.creation.max(start) - start) as f64 / speed;
+            LivePod {
                 // Object names are lower case; the CSV uses the same.
                 name: p.name.to_ascii_lowercase(),
                 milli_cpu: p.milli_cpu,
@@ -257,10 +258,10 @@ pub fn reshape(nodes: &[TraceNode], pods: &[TracePod], shape: &Shape) -> Result<
                 gpus: p.gpus,
                 gpu_milli: p.gpu_milli,
                 gpu_spec: p.gpu_spec.clone(),
-                arrival_s: (p.creation.max(start) - start) as f64 / speed,
-                run_s: run.max(1.0),
+                // Whole seconds: the CSV `replay --timed` reads has no finer unit.
+                arrival_s: arrival.round() as u64,
+                run_s: run.round().max(1.0) as u64,
             }
-            .rounded()
         })
         .collect();
     let capacity: u64 = kept_nodes.iter().map(|n| n.gpus.saturating_mul(MILLI_PER_GPU)).sum();
@@ -283,33 +284,6 @@ pub fn reshape(nodes: &[TraceNode], pods: &[TracePod], shape: &Shape) -> Result<
     }
     live.sort_by(|a, b| a.arrival_s.cmp(&b.arrival_s).then_with(|| a.name.cmp(&b.name)));
     Ok((kept_nodes, live))
-}
-
-/// A [`LivePod`] built with float times, rounded to whole seconds.
-struct Unrounded {
-    name: String,
-    milli_cpu: u64,
-    memory_mib: u64,
-    gpus: u64,
-    gpu_milli: u64,
-    gpu_spec: String,
-    arrival_s: f64,
-    run_s: f64,
-}
-
-impl Unrounded {
-    fn rounded(self) -> LivePod {
-        LivePod {
-            name: self.name,
-            milli_cpu: self.milli_cpu,
-            memory_mib: self.memory_mib,
-            gpus: self.gpus,
-            gpu_milli: self.gpu_milli,
-            gpu_spec: self.gpu_spec,
-            arrival_s: self.arrival_s.round() as u64,
-            run_s: self.run_s.round() as u64,
-        }
-    }
 }
 
 /// The node list, as read (for `replay --nodes`).
