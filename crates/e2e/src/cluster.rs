@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
-use kube::api::PostParams;
+use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::runtime::watcher;
 
 /// Client limits for every client of a run, as scheduler_perf sets them.
@@ -130,6 +130,47 @@ pub async fn watch_pods(pods: &Api<Pod>, mut on_pod: impl FnMut(Pod) + Send + 's
     });
     let _ = tokio::time::timeout(Duration::from_secs(120), ready_rx).await;
     handle
+}
+
+/// Removes `namespace` for the next contender: its pods deleted at once
+/// (grace 0: no kubelet, or KWOK's, need confirm them), then the
+/// namespace, waited for until it is gone with its Events, so that the
+/// next contender does not share the API server with that clean-up; then
+/// a quiet [`SETTLE`].
+pub async fn remove_namespace(client: &kube::Client, namespace: &str) -> Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let ns: Api<Namespace> = Api::all(client.clone());
+    let now = DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
+    let (all, graceful) = (ListParams::default(), DeleteParams::default());
+    retrying(|| pods.delete_collection(&now, &all)).await?;
+    retrying(|| ns.delete(namespace, &graceful)).await?;
+    for _ in 0..1200 {
+        if matches!(ns.get_opt(namespace).await, Ok(None)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    tokio::time::sleep(SETTLE).await;
+    Ok(())
+}
+
+/// Waits until the pod `name` is bound, while `alive()` (the scheduler
+/// expected to bind it still runs).
+pub async fn wait_bound(pods: &Api<Pod>, name: &str, within: Duration, mut alive: impl FnMut() -> bool) -> Result<()> {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let pod = retrying(|| pods.get_opt(name)).await?;
+        if pod.and_then(|p| p.spec).is_some_and(|s| s.node_name.is_some()) {
+            return Ok(());
+        }
+        if !alive() {
+            bail!("the scheduler exited before {name} was bound");
+        }
+        if std::time::Instant::now() > deadline {
+            bail!("{name} not bound within {} s", within.as_secs());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// Applies deploy/crds' PodGroup CRD and waits until the API server serves

@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::api::PostParams;
 use kube::{Api, Client};
 use serde_json::json;
 
 use crate::workload::{Placement, Workload, pod_name};
-use gpu_scheduler_e2e::cluster::{ClusterGuard, IN_FLIGHT, SETTLE, create, retrying, watch_pods};
+use gpu_scheduler_e2e::cluster::{ClusterGuard, IN_FLIGHT, SETTLE, create, remove_namespace, wait_bound, watch_pods};
 use gpu_scheduler_e2e::process::{Process, cpu_seconds};
 
 use crate::{Args, Mode, ceiling};
@@ -207,7 +207,7 @@ pub async fn run(args: &Args, cluster: &ClusterGuard, client: &Client, name: &st
             let running = Running::start(args, cluster, name, &namespace, &scheduler).await?;
             // Warm up: one pod bound means the contender has synced and decides.
             pods.create(&PostParams::default(), &Workload::Basic.pod(0, "warmup", &scheduler)?).await?;
-            wait_bound(&pods, "warmup", Duration::from_secs(120)).await.context("warm-up pod not bound")?;
+            wait_bound(&pods, "warmup", Duration::from_secs(120), || true).await.context("warm-up pod not bound")?;
             let (bound, watch) = watch_bindings(&pods).await;
             let apiserver_before = apiserver_cpu();
             let start = Instant::now();
@@ -286,39 +286,8 @@ pub async fn run(args: &Args, cluster: &ClusterGuard, client: &Client, name: &st
         }),
     };
 
-    // The next contender starts without these pods. Without kubelets a
-    // graceful deletion never completes: delete them at once.
-    let now = DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
-    let all = ListParams::default();
-    retrying(|| pods.delete_collection(&now, &all)).await?;
-    let delete = DeleteParams::default();
-    retrying(|| ns.delete(&namespace, &delete)).await?;
-    // The namespace is gone once its pods and Events are: the next
-    // contender then does not share the API server with that clean-up.
-    for _ in 0..1200 {
-        if matches!(ns.get_opt(&namespace).await, Ok(None)) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    tokio::time::sleep(SETTLE).await;
+    remove_namespace(client, &namespace).await?;
     Ok(run)
-}
-
-/// Waits until the pod `name` is bound (the namespace may hold bound
-/// init pods already).
-async fn wait_bound(pods: &Api<Pod>, name: &str, within: Duration) -> Result<()> {
-    let deadline = Instant::now() + within;
-    loop {
-        let pod = retrying(|| pods.get_opt(name)).await?;
-        if pod.and_then(|p| p.spec).is_some_and(|s| s.node_name.is_some()) {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("{name} not bound");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 pub fn percentile(sorted: &[f64], q: f64) -> f64 {

@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::api::PostParams;
 use kube::{Api, Client};
 use serde_json::json;
 
-use crate::cluster::{ClusterGuard, IN_FLIGHT, SETTLE, create, retrying, watch_pods};
+use crate::cluster::{ClusterGuard, IN_FLIGHT, create, remove_namespace, retrying, wait_bound, watch_pods};
 use crate::live::trace::{self, LivePod};
 use crate::process::Process;
 
@@ -143,7 +143,9 @@ pub async fn run(
         run_s: 1,
     };
     create(&api, &trace::pod(&warmup, &namespace, &scheduler)?).await?;
-    wait_bound(&api, "warmup", Duration::from_secs(180), &mut process).await.context("warm-up pod not bound")?;
+    wait_bound(&api, "warmup", Duration::from_secs(180), || !process.exited())
+        .await
+        .context("warm-up pod not bound")?;
 
     // The run's clock starts before the watch lists the (still empty)
     // namespace: the first pods are created a moment late, none early.
@@ -203,36 +205,6 @@ pub async fn run(
         .collect();
     let run = LiveRun { name: name.to_string(), round, end_s, pods: outcomes, cpu_s, peak_rss_mib };
 
-    // The next contender starts without these pods: deleted at once
-    // (grace 0), then the namespace, waited for.
-    let now = DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
-    let (all, graceful) = (ListParams::default(), DeleteParams::default());
-    retrying(|| api.delete_collection(&now, &all)).await?;
-    retrying(|| ns.delete(&namespace, &graceful)).await?;
-    for _ in 0..1200 {
-        if matches!(ns.get_opt(&namespace).await, Ok(None)) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    tokio::time::sleep(SETTLE).await;
+    remove_namespace(client, &namespace).await?;
     Ok(run)
-}
-
-/// Waits until the pod `name` is bound, or the scheduler exits.
-async fn wait_bound(pods: &Api<Pod>, name: &str, within: Duration, process: &mut Process) -> Result<()> {
-    let deadline = Instant::now() + within;
-    loop {
-        let pod = retrying(|| pods.get_opt(name)).await?;
-        if pod.and_then(|p| p.spec).is_some_and(|s| s.node_name.is_some()) {
-            return Ok(());
-        }
-        if process.exited() {
-            bail!("the scheduler exited");
-        }
-        if Instant::now() > deadline {
-            bail!("{name} not bound within {} s", within.as_secs());
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
